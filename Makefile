@@ -1,0 +1,56 @@
+# paperlab — the README's commands. Each creates the environments when missing.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+DVC_VENV := .venv-dvc
+PROFILE ?= cpu
+PORT ?= 3000
+
+export DAGSTER_HOME := $(CURDIR)/.dagster
+export GX_ANALYTICS_ENABLED := false
+export DAGSTER_DISABLE_TELEMETRY := 1
+export PYTHONPATH := $(CURDIR)
+
+.PHONY: venv reproduce test ui dvc-repro bench clean-data
+
+# Project environment. torch first, from the local CPU wheel: an unpinned torch would pull
+# a multi-GB CUDA build. The generic top-level packages are not installed (packages = []).
+$(VENV)/.installed: pyproject.toml
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet torch==2.13.0
+	$(VENV)/bin/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+# dvc lives in its own tool environment: its hydra/omegaconf need antlr 4.9, Dagster's
+# selection parser needs 4.13. `dvc` is linked into .venv/bin so one activated env has both.
+$(DVC_VENV)/.installed:
+	test -x $(DVC_VENV)/bin/python || $(PYTHON) -m venv $(DVC_VENV)
+	$(DVC_VENV)/bin/python -m pip install --quiet 'dvc==3.67.1'
+	touch $@
+
+venv: $(VENV)/.installed $(DVC_VENV)/.installed
+	ln -sf ../../$(DVC_VENV)/bin/dvc $(VENV)/bin/dvc
+	mkdir -p $(DAGSTER_HOME)
+
+## make reproduce: every paper at the cpu profile, warehouse, scorecard (PROFILE=smoke|cpu|gpu)
+reproduce: venv
+	$(VENV)/bin/python -m jobs.run all --profile $(PROFILE)
+
+## make test: unit, wiring, gating, platform and UI tests
+test: venv
+	$(VENV)/bin/python -m pytest
+
+## make ui: Dagster web UI (and schedule daemon) on http://127.0.0.1:$(PORT)
+ui: venv
+	$(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p $(PORT)
+
+## make dvc-repro: rebuild DVC stages (one per paper + warehouse)
+dvc-repro: venv
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/dvc repro
+
+## make bench: performance benchmarks (not tests), written under data/reports/
+bench: venv
+	$(VENV)/bin/python benchmarks/oscs_latency.py
+
+clean-data:
+	rm -rf data/oscs data/results data/reports data/results.duckdb data/results.duckdb.lock

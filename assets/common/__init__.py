@@ -1,0 +1,1 @@
+"""Asset-side helpers shared by papers: check builders, report writing, claims, tags."""

@@ -1,0 +1,1 @@
+"""Dagster wiring across papers: registry, jobs, schedules, warehouse and scorecard."""
