@@ -18,6 +18,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from resources.artifacts import data_root
 from resources.profiles import PROFILES, REPO_ROOT, default_profile
 
 
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"=== {name}: {'success' if result.success else 'FAILED'} in {took:.0f} s "
               f"(run {result.run_id}) ===", flush=True)
         ok = ok and result.success
-    scorecard = REPO_ROOT / "data" / "reports" / "SCORECARD.md"
+    scorecard = data_root() / "reports" / "SCORECARD.md"
     if scorecard.exists():
         print("\n" + scorecard.read_text(encoding="utf-8"))
     return 0 if ok else 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,14 @@ from resources.profiles import REPO_ROOT
 from resources.versioning import file_md5
 
 
+DATA_DIR_ENV_VAR = "PAPERLAB_DATA_DIR"
+
+
 def data_root(root: str | Path = "data") -> Path:
+    """Absolute data directory. The default "data" is <repo>/data unless PAPERLAB_DATA_DIR
+    points elsewhere (tests use a temporary directory, so they never touch real outputs)."""
+    if str(root) == "data" and os.environ.get(DATA_DIR_ENV_VAR):
+        return Path(os.environ[DATA_DIR_ENV_VAR])
     path = Path(root)
     return path if path.is_absolute() else REPO_ROOT / path
 

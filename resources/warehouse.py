@@ -147,12 +147,13 @@ def read_table(db_path: Path, sql: str, params: list | None = None) -> pd.DataFr
 class WarehouseResource(dg.ConfigurableResource):
     """DuckDB warehouse at data/results.duckdb; only the `warehouse` asset writes."""
 
-    path: str = "data/results.duckdb"
+    path: str = "results.duckdb"
     root: str = "data"
 
     def db_path(self) -> Path:
+        """<data root>/results.duckdb unless `path` is absolute."""
         path = Path(self.path)
-        return path if path.is_absolute() else data_root(".") / path
+        return path if path.is_absolute() else data_root(self.root) / path
 
     def load(self, papers: list[str] | None = None) -> dict[str, int]:
         return load_results(self.db_path(), results_root(self.root), papers)

@@ -325,6 +325,8 @@ def _corpus_schema(frame: pd.DataFrame) -> dg.AssetCheckResult:
         expect("ExpectColumnValuesToNotBeNull", column="text"),
         expect("ExpectColumnValueLengthsToBeBetween", column="text", min_value=1),
         expect("ExpectColumnValuesToBeInSet", column="split", value_set=["lm", "calib", "stream"]),
+        # every split present: an empty calibration (or stream) split stops the graph here
+        expect("ExpectColumnDistinctValuesToEqualSet", column="split", value_set=["lm", "calib", "stream"]),
         expect("ExpectColumnValuesToBeInSet", column="source", value_set=["lee", "pang_lee"]),
         expect("ExpectTableRowCountToBeBetween", min_value=1000),
     ], name="oscs_benign_corpus")
@@ -434,7 +436,7 @@ REPORT_KEY = benchmark_report.key
 CLAIM_IDS = ["far_control", "vanishing_excess", "fixed_threshold_fails", "power_vs_oracle"]
 
 asset_checks = [
-    gate(SLUG, benign_corpus, "schema", "GX: non-empty text, known split and source labels, ≥ 1000 rows.",
+    gate(SLUG, benign_corpus, "schema", "GX: non-empty text, all three splits present, known source labels, ≥ 1000 rows.",
          _corpus_schema),
     gate(SLUG, benign_corpus, "no_document_leakage", "No document lies in two splits.", _split_leakage),
     gate(SLUG, detector_lm, "loads_back", "Checkpoint reloads (weights_only), finite, sane perplexity.",
