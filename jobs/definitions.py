@@ -5,6 +5,7 @@ PAPERS is the explicit registry: slug -> the module whose `assets`, `asset_check
 """
 from __future__ import annotations
 
+import functools
 import importlib
 from types import ModuleType
 
@@ -63,7 +64,9 @@ def resources() -> dict:
     }
 
 
-def build_definitions() -> dg.Definitions:
+def build_definitions(executor: dg.ExecutorDefinition = EXECUTOR) -> dg.Definitions:
+    """Every paper, the platform assets, jobs and schedules, run with `executor` by default
+    (multiprocess; `dask_definitions()` builds the same graph on the dagster-dask executor)."""
     from dagster_dask import dask_executor
 
     modules = paper_modules()
@@ -83,7 +86,16 @@ def build_definitions() -> dg.Definitions:
              dg.define_asset_job("warehouse", selection=dg.AssetSelection.groups(PLATFORM_GROUP),
                                  description="Reload the warehouse and rebuild the scorecard.")]
     return dg.Definitions(assets=assets, asset_checks=checks, jobs=jobs, schedules=schedules,
-                          resources=resources(), executor=EXECUTOR)
+                          resources=resources(), executor=executor)
+
+
+@functools.lru_cache(maxsize=1)
+def dask_definitions() -> dg.Definitions:
+    """The same graph with every job on the dagster-dask executor (run config:
+    execution.config.cluster.existing.address = the scheduler)."""
+    from dagster_dask import dask_executor
+
+    return build_definitions(dask_executor)
 
 
 defs = build_definitions()

@@ -22,16 +22,18 @@ from resources.artifacts import data_root
 from resources.profiles import PROFILES, REPO_ROOT, default_profile
 
 
-def _job_name(target: str, dask: str | None) -> str:
+def _job_name(target: str) -> str:
     if target == "all":
-        return "reproduce_all_dask" if dask else "reproduce_all"
+        return "reproduce_all"
     if target == "warehouse":
         return "warehouse"
     return f"{target}_job"
 
 
 def run_config(profile: str, dask: str | None) -> dict:
-    config: dict = {"resources": {"compute": {"config": {"profile": profile}}}}
+    config: dict = {"resources": {"compute": {"config": {"profile": profile}}},
+                    # progress lines (context.log.info) and errors, without per-event DEBUG noise
+                    "loggers": {"console": {"config": {"log_level": "INFO"}}}}
     if dask:
         config["execution"] = {"config": {"cluster": {"existing": {"address": dask}}}}
     return config
@@ -49,10 +51,12 @@ def _instance() -> dg.DagsterInstance:
     return dg.DagsterInstance.ephemeral()
 
 
-def get_job(name: str):
-    from jobs.definitions import defs
+def get_job(name: str, dask: bool = False):
+    """Module-level (so workers can reconstruct it): a job from the multiprocess or the
+    dagster-dask flavour of the definitions."""
+    from jobs.definitions import dask_definitions, defs
 
-    return defs.get_job_def(name)
+    return (dask_definitions() if dask else defs).resolve_job_def(name)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,10 +84,10 @@ def main(argv: list[str] | None = None) -> int:
         targets.append("warehouse")
     ok = True
     for target in targets:
-        name = _job_name(target, args.dask)
+        name = _job_name(target)
         print(f"\n=== paperlab: {name} at the {profile} profile ===", flush=True)
         start = time.monotonic()
-        result = dg.execute_job(_reconstructable(name), instance=instance, run_config=run_config(profile, args.dask),
+        result = dg.execute_job(reconstructable_job(name, dask=bool(args.dask)), instance=instance, run_config=run_config(profile, args.dask),
                                 raise_on_error=False)
         took = time.monotonic() - start
         print(f"=== {name}: {'success' if result.success else 'FAILED'} in {took:.0f} s "
@@ -95,8 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if ok else 1
 
 
-def _reconstructable(name: str):
-    return dg.build_reconstructable_job("jobs.run", "get_job", reconstructable_args=(name,),
+def reconstructable_job(name: str, dask: bool = False):
+    return dg.build_reconstructable_job("jobs.run", "get_job", reconstructable_args=(name, dask),
                                         reconstructor_working_directory=str(REPO_ROOT))
 
 

@@ -34,6 +34,16 @@ def data_root(root: str | Path = "data") -> Path:
     return path if path.is_absolute() else REPO_ROOT / path
 
 
+def data_ref(path: Path) -> str:
+    """A path as stored in asset values: relative to the data root, so values (and their
+    md5) do not depend on where the data directory lives."""
+    return Path(path).resolve().relative_to(data_root().resolve()).as_posix()
+
+
+def resolve_data_ref(ref: str) -> Path:
+    return data_root() / ref
+
+
 def _json_default(value: Any) -> Any:
     if isinstance(value, np.integer):
         return int(value)

@@ -112,6 +112,26 @@ def gaussian_suite(mus: list[float], pi1: float, T: int, m: int, seeds: list[int
     return pd.DataFrame(rows)
 
 
+def separation_table(scores: pd.DataFrame) -> pd.DataFrame:
+    """How well each detector separates each attack from benign stream sentences.
+
+    AUC = P(score_malicious > score_benign) (Mann–Whitney, ties count ½): 0.5 means the
+    detector cannot tell them apart, < 0.5 means the attack looks *more* benign than benign.
+    scores: rows (detector, role, attack, score). Returns (detector, attack, auc, median).
+    """
+    rows = []
+    for detector, own in scores.groupby("detector"):
+        benign = np.sort(own[own["role"] == "stream"]["score"].to_numpy())
+        for attack, g in own[own["role"] == "attack"].groupby("attack"):
+            mal = g["score"].to_numpy()
+            below = np.searchsorted(benign, mal, side="left")
+            ties = np.searchsorted(benign, mal, side="right") - below
+            auc = float((below + 0.5 * ties).sum() / (benign.size * mal.size))
+            rows.append({"detector": detector, "attack": attack, "auc": auc,
+                         "median_malicious": float(np.median(mal)), "median_benign": float(np.median(benign))})
+    return pd.DataFrame(rows)
+
+
 # ----------------------------------------------------------------------------- claims
 def _mean_table(results: pd.DataFrame, metric: str) -> pd.DataFrame:
     """Mean over seeds of one metric, per (detector, scenario, alpha, method)."""

@@ -22,7 +22,8 @@ from assets.common.report import claims_payload, markdown_table, publish_report
 from assets.oscs import benchmark, data, detectors, streams
 from assets.oscs import method as M
 from assets.oscs import plots
-from resources.artifacts import ArtifactsResource, load_state_dict, save_state_dict
+from resources.artifacts import (ArtifactsResource, data_ref, load_state_dict, resolve_data_ref,
+                                 save_state_dict)
 from resources.compute import ComputeResource
 from resources.quality import expect, gx_check_result, validate_frame
 from resources.versioning import bytes_md5, provenance
@@ -77,20 +78,14 @@ def detector_lm(context: dg.AssetExecutionContext, benign_corpus: pd.DataFrame,
     context.log.info(f"KN trigram: |V|={len(vocab)}, held-out perplexity {perplexity:.1f}")
     context.add_output_metadata({"vocab_size": len(vocab), "heldout_perplexity": perplexity,
                                  "checkpoint_md5": sidecar["md5"]})
-    return {"checkpoint": str(path), "vocab_size": len(vocab), "heldout_perplexity": perplexity}
+    return {"checkpoint": data_ref(path), "vocab_size": len(vocab), "heldout_perplexity": perplexity}
 
 
 def load_detector_lm(checkpoint: dict) -> KneserNeyTrigram:
-    state, sidecar = load_state_dict(_path(checkpoint["checkpoint"]))
+    state, sidecar = load_state_dict(resolve_data_ref(checkpoint["checkpoint"]))
     arrays = {name: tensor.numpy() for name, tensor in state.items()}
     arrays["vocab"] = np.array(sidecar["vocab"], dtype=np.str_)
     return KneserNeyTrigram.from_arrays(arrays)
-
-
-def _path(value: str):
-    from pathlib import Path
-
-    return Path(value)
 
 
 @dg.asset(key=key("malicious_pool"), group_name=SLUG, kinds={"pandas"},
@@ -251,8 +246,8 @@ def gaussian_suite(context: dg.AssetExecutionContext, compute: ComputeResource) 
           description="OSCS vs B1–B5 over seeds: realized FAR (both readings) and TAR per "
                       "scenario → warehouse rows, REPORT.md with plots, metrics.json, claims.")
 def benchmark_report(context: dg.AssetExecutionContext, decisions: pd.DataFrame,
-                     gaussian_suite: pd.DataFrame, benign_density: dict, compute: ComputeResource,
-                     artifacts: ArtifactsResource) -> dict:
+                     gaussian_suite: pd.DataFrame, benign_density: dict, detector_scores: pd.DataFrame,
+                     compute: ComputeResource, artifacts: ArtifactsResource) -> dict:
     params = compute.params(SLUG)
     results = _stream_metrics(decisions, int(params["burn_in"]), int(params["short_horizon"]))
     claims = benchmark.evaluate_claims(results, gaussian_suite)
@@ -262,7 +257,25 @@ def benchmark_report(context: dg.AssetExecutionContext, decisions: pd.DataFrame,
     summary = (results[results["metric"].isin(["far_selected", "far_malicious", "tar"])]
                .groupby(["detector", "scenario", "alpha", "method", "metric"])["value"].mean()
                .unstack("metric").reset_index())
-    body = ["## Mean over seeds (text streams)", "",
+    separation = benchmark.separation_table(detector_scores)
+    pi0 = (results[results["metric"].isin(["pi0_hat_final", "pi0_true"])
+                   & results["scenario"].isin(streams.STATIONARY_SCENARIOS)]
+           .groupby(["detector", "scenario", "method", "metric"])["value"].mean().unstack("metric")
+           .reset_index())
+    body = ["## Reading the results", "",
+            "OSCS only sees the benign calibration scores and the unlabeled stream. It can control "
+            "the FAR of the accepted set only if the stream's score distribution reveals how many "
+            "malicious inputs there are (π0) and where they sit. The two tables below measure that: "
+            "an attack whose AUC is near 0.5 (or below) is invisible to the detector, the Storey "
+            "estimate π̂0 then drifts toward 1, the estimated posterior m̂ is too small and "
+            "accepted malicious inputs exceed α. Any FAR claim red on the text streams is therefore "
+            "read against the detector separation, not hidden; the Gaussian suite isolates the "
+            "statistical layer where the two-group model is identifiable.", "",
+            "### Detector separation (AUC of malicious vs benign stream sentences)", "",
+            markdown_table(separation), "",
+            "### π̂0 at the end of the stream vs the truth (stationary scenarios, mean over seeds)", "",
+            markdown_table(pi0), "",
+            "## Mean over seeds (text streams)", "",
             "far_selected = malicious among accepted (the paper's FAR); far_malicious = accepted "
             "among malicious; tar = benign accepted.", "", markdown_table(summary), "",
             "## Gaussian suite (mean over seeds)", "",

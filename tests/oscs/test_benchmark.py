@@ -1,0 +1,69 @@
+"""The benchmark layer: metrics, separation AUC, oracle posterior and the claim logic."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from assets.oscs import benchmark
+
+
+def test_outcome_metrics_by_hand():
+    decision = np.array([1, 1, 1, 0, 0, 1])
+    label = np.array([0, 1, 0, 1, 0, 0])
+    m = benchmark.outcome_metrics(decision, label, burn_in=2, short_horizon=3)
+    assert m["far_selected"] == pytest.approx(1 / 4)          # 1 malicious among 4 accepted
+    assert m["far_malicious"] == pytest.approx(1 / 2)          # 1 of 2 malicious accepted
+    assert m["tar"] == pytest.approx(3 / 4)                    # 3 of 4 benign accepted
+    assert m["far_selected_post_burnin"] == pytest.approx(0.0)  # t=3..6: accepted 3 and 6, both benign
+    assert m["far_selected_short"] == pytest.approx(1 / 3)
+
+
+def test_separation_auc_known_answers():
+    rows = [("d", "stream", "benign", s) for s in [1.0, 2.0, 3.0, 4.0]]
+    rows += [("d", "attack", "above", s) for s in [10.0, 11.0]]      # always higher: AUC 1
+    rows += [("d", "attack", "below", s) for s in [0.0, -1.0]]       # always lower: AUC 0
+    rows += [("d", "attack", "tied", s) for s in [2.0, 3.0]]         # (1.5 + 2.5) / 8
+    frame = pd.DataFrame(rows, columns=["detector", "role", "attack", "score"])
+    auc = benchmark.separation_table(frame).set_index("attack")["auc"]
+    assert auc["above"] == 1.0 and auc["below"] == 0.0 and auc["tied"] == pytest.approx(0.5)
+
+
+def test_label_aware_posterior_matches_bayes_on_separated_pools():
+    rng = np.random.default_rng(0)
+    benign, malicious = rng.normal(0, 1, 20000), rng.normal(1, 1, 20000)
+    grid = np.array([-1.0, 0.5, 2.0])
+    m = benchmark.label_aware_posterior(grid, benign, malicious, pi1=0.2)
+    # Bayes with the true N(0,1) / N(1,1) densities: m(s) = 0.2 e^{s-1/2} / (0.8 + 0.2 e^{s-1/2})
+    ratio = np.exp(grid - 0.5)
+    assert m == pytest.approx(0.2 * ratio / (0.8 + 0.2 * ratio), abs=0.02)
+
+
+def _results(far_oscs, far_fixed, far_short):
+    rows = []
+    for scenario in ("mix_p05", "mix_p20", "mix_p40", "hard_p40"):
+        for alpha in (0.05, 0.10):
+            for method, far in (("oscs", alpha + far_oscs), ("fixed_threshold", alpha + far_fixed)):
+                rows.append(("perplexity", scenario, 0, alpha, method, "far_selected", far))
+            rows.append(("perplexity", scenario, 0, alpha, "oscs", "far_selected_short", alpha + far_short))
+    return pd.DataFrame(rows, columns=["detector", "scenario", "seed", "alpha", "method", "metric", "value"])
+
+
+def _gaussian(ratio):
+    rows = []
+    for alpha in (0.05, 0.10):
+        rows += [(2.0, 0, alpha, "oracle", "tar", 0.8), (2.0, 0, alpha, "oscs", "tar", 0.8 * ratio)]
+    return pd.DataFrame(rows, columns=["mu", "seed", "alpha", "method", "metric", "value"])
+
+
+def test_claims_hold_when_the_numbers_say_so():
+    claims = {c.claim_id: c for c in benchmark.evaluate_claims(_results(0.005, 0.08, 0.02), _gaussian(0.9))}
+    assert all(c.holds for c in claims.values())
+
+
+def test_claims_fail_when_the_numbers_say_so():
+    claims = {c.claim_id: c for c in benchmark.evaluate_claims(_results(0.02, 0.03, 0.01), _gaussian(0.7))}
+    assert not claims["far_control"].holds          # +0.02 > 0.01 tolerance
+    assert not claims["vanishing_excess"].holds      # excess grew from 0.01 to 0.02
+    assert not claims["fixed_threshold_fails"].holds  # B1 only +0.03
+    assert not claims["power_vs_oracle"].holds       # ratio 0.7 < 0.8
