@@ -24,8 +24,9 @@ PAPERS: dict[str, str] = {
 # Weekly, staggered by paper; created STOPPED: turn on in the UI (Automation tab).
 SCHEDULE_CRON = "0 3 * * 0"
 
-# 2 cores: at most two steps at once; each step sets its own torch threads.
-EXECUTOR = dg.multiprocess_executor.configured({"max_concurrent": 2})
+# Multiprocess by default (max_concurrent defaults to the CPU count: 2 here), switchable to
+# in-process from run config: execution: {config: {in_process: {}}}.
+EXECUTOR = dg.multi_or_in_process_executor
 
 
 def paper_modules() -> dict[str, ModuleType]:
