@@ -51,6 +51,7 @@ dvc-repro: venv
 ## make bench: performance benchmarks (not tests), written under data/reports/
 bench: venv
 	$(VENV)/bin/python benchmarks/oscs_latency.py
+	$(VENV)/bin/python benchmarks/pac_labels_bench.py
 
 clean-data:
 	rm -rf data/oscs data/results data/reports data/results.duckdb data/results.duckdb.lock
