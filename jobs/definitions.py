@@ -20,6 +20,7 @@ from resources.warehouse import WarehouseResource
 PAPERS: dict[str, str] = {
     "oscs": "assets.oscs.definitions",
     "pac_labels": "assets.pac_labels.definitions",
+    "brew": "assets.brew.definitions",
 }
 
 # Weekly, staggered by paper; created STOPPED: turn on in the UI (Automation tab).

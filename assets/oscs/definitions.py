@@ -17,13 +17,13 @@ import numpy as np
 import pandas as pd
 
 from assets.common.checks import check_result, claim_checks, gate
+from assets.common.lm_checkpoint import load_ngram_checkpoint, save_ngram_checkpoint
 from assets.common.ngram import KneserNeyTrigram, tokenize
 from assets.common.report import claims_payload, markdown_table, publish_report
 from assets.oscs import benchmark, data, detectors, streams
 from assets.oscs import method as M
 from assets.oscs import plots
-from resources.artifacts import (ArtifactsResource, data_ref, load_state_dict, resolve_data_ref,
-                                 save_state_dict)
+from resources.artifacts import ArtifactsResource
 from resources.compute import ComputeResource
 from resources.quality import expect, gx_check_result, validate_frame
 from resources.versioning import bytes_md5, provenance
@@ -68,24 +68,17 @@ def detector_lm(context: dg.AssetExecutionContext, benign_corpus: pd.DataFrame,
     heldout = benign_corpus[benign_corpus["split"] == "calib"]["text"].map(tokenize).tolist()
     lm = KneserNeyTrigram().fit(train, min_count=int(params["lm_min_count"]))
     perplexity = float(lm.perplexity(heldout))
-    arrays = lm.to_arrays()
-    vocab = [str(w) for w in arrays.pop("vocab")]
-    path = artifacts.checkpoint_path(SLUG, "detector_lm")
-    sidecar = save_state_dict(path, arrays, {"model": "KneserNeyTrigram", "vocab": vocab,
-                                             "train_sentences": len(train),
-                                             "heldout_perplexity": perplexity,
-                                             "device": "cpu", **provenance(SLUG, compute.profile)})
-    context.log.info(f"KN trigram: |V|={len(vocab)}, held-out perplexity {perplexity:.1f}")
-    context.add_output_metadata({"vocab_size": len(vocab), "heldout_perplexity": perplexity,
-                                 "checkpoint_md5": sidecar["md5"]})
-    return {"checkpoint": data_ref(path), "vocab_size": len(vocab), "heldout_perplexity": perplexity}
+    saved = save_ngram_checkpoint(artifacts.checkpoint_path(SLUG, "detector_lm"), lm,
+                                  {"train_sentences": len(train), "heldout_perplexity": perplexity,
+                                   **provenance(SLUG, compute.profile)})
+    context.log.info(f"KN trigram: |V|={saved['vocab_size']}, held-out perplexity {perplexity:.1f}")
+    context.add_output_metadata({"vocab_size": saved["vocab_size"], "heldout_perplexity": perplexity,
+                                 "checkpoint_md5": saved["md5"]})
+    return {"checkpoint": saved["checkpoint"], "vocab_size": saved["vocab_size"],
+            "heldout_perplexity": perplexity}
 
 
-def load_detector_lm(checkpoint: dict) -> KneserNeyTrigram:
-    state, sidecar = load_state_dict(resolve_data_ref(checkpoint["checkpoint"]))
-    arrays = {name: tensor.numpy() for name, tensor in state.items()}
-    arrays["vocab"] = np.array(sidecar["vocab"], dtype=np.str_)
-    return KneserNeyTrigram.from_arrays(arrays)
+load_detector_lm = load_ngram_checkpoint
 
 
 @dg.asset(key=key("malicious_pool"), group_name=SLUG, kinds={"pandas"},
