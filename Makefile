@@ -52,6 +52,7 @@ dvc-repro: venv
 bench: venv
 	$(VENV)/bin/python benchmarks/oscs_latency.py
 	$(VENV)/bin/python benchmarks/pac_labels_bench.py
+	$(VENV)/bin/python benchmarks/brew_detection.py
 
 clean-data:
 	rm -rf data/oscs data/results data/reports data/results.duckdb data/results.duckdb.lock
