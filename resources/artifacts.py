@@ -9,7 +9,6 @@ Layout (all generated, DVC-tracked, never committed):
 from __future__ import annotations
 
 import json
-import math
 import os
 from pathlib import Path
 from typing import Any
@@ -165,7 +164,8 @@ class PaperlabIOManager(dg.ConfigurableIOManager):
                             f"DataFrames and dicts, not {type(obj).__name__}")
         context.add_output_metadata({**meta, "path": str(path.relative_to(REPO_ROOT))
                                      if path.is_relative_to(REPO_ROOT) else str(path),
-                                     "md5": file_md5(path), "bytes": path.stat().st_size})
+                                     "md5": file_md5(path), "bytes": path.stat().st_size,
+                                     **_provenance(context)})
 
     def load_input(self, context: dg.InputContext) -> Any:
         base = self._base(context.asset_key)
@@ -177,5 +177,13 @@ class PaperlabIOManager(dg.ConfigurableIOManager):
                                 f"{base}(.parquet|.json): materialize it first")
 
 
-def finite_or_none(value: float) -> float | None:
-    return None if value is None or not math.isfinite(value) else float(value)
+def _provenance(context: dg.OutputContext) -> dict[str, str]:
+    """git sha, profile and params hash of the paper, on every stored output."""
+    from resources.versioning import git_sha, provenance
+
+    slug = context.asset_key.path[0]
+    try:
+        profile = context.step_context.resources.compute.profile
+        return provenance(slug, profile)
+    except Exception:  # no compute resource (platform assets, bare tests) or no params block
+        return {"git_sha": git_sha()}

@@ -84,3 +84,15 @@ def test_md5_equals_dvc(tmp_path):
     subprocess.run([dvc, "add", "-q", "out.bin"], cwd=tmp_path, check=True)
     dvc_file = (tmp_path / "out.bin.dvc").read_text()
     assert f"md5: {file_md5(out)}" in dvc_file
+
+
+def test_every_stored_output_records_provenance(smoke_resources):
+    from assets.oscs import definitions as oscs
+    from resources.profiles import load_params
+    from resources.versioning import git_sha
+
+    result = dg.materialize([oscs.benign_corpus], resources=smoke_resources)
+    meta = result.get_asset_materialization_events()[0].materialization.metadata
+    assert meta["profile"].value == "smoke"
+    assert meta["params_hash"].value == params_hash(load_params("oscs", "smoke"))
+    assert meta["git_sha"].value == git_sha()
