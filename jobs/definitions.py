@@ -21,6 +21,7 @@ PAPERS: dict[str, str] = {
     "oscs": "assets.oscs.definitions",
     "pac_labels": "assets.pac_labels.definitions",
     "brew": "assets.brew.definitions",
+    "logit_distill": "assets.logit_distill.definitions",
 }
 
 # Weekly, staggered by paper; created STOPPED: turn on in the UI (Automation tab).

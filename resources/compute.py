@@ -35,7 +35,7 @@ class ComputeResource(dg.ConfigurableResource):
     profile: str = Field(default="cpu",
                          description=f"Run scale, one of {', '.join(PROFILES)} (params.yaml).")
     device: str = Field(default="auto", description="auto (cuda when available), cpu or cuda.")
-    threads: int = Field(default=2, description="Torch / BLAS threads per process.")
+    threads: int = Field(default=1, description="Torch threads per step process (2 cores run two steps at once).")
     deterministic: bool = Field(default=True, description="Deterministic torch kernels.")
     base_seed: int = Field(default=0, description="Root of every seed derived by rng().")
 

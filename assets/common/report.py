@@ -3,7 +3,7 @@
 A paper's report asset computes its numbers with pure code, then calls `publish_report`
 once. That writes
     data/results/<slug>/{runs,metrics,claims,artifacts,thresholds}.parquet   (warehouse rows)
-    data/reports/<slug>/REPORT.md, <figure>.png, metrics.json              (people and DVC)
+    data/reports/<slug>/REPORT.md, plots/<figure>.png, metrics.json        (people and DVC)
 and returns Dagster metadata (markdown tables, an embedded plot) for the UI.
 """
 from __future__ import annotations
@@ -67,12 +67,13 @@ def publish_report(*, slug: str, profile: str, run_id: str, report_dir: Path,
     prov = provenance(slug, profile)
     created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
-    figure_paths = {name: save_figure(fig, report_dir / f"{name}.png") for name, fig in figures.items()}
+    # PNGs in plots/ so DVC can track one plots directory per paper
+    figure_paths = {name: save_figure(fig, report_dir / "plots" / f"{name}.png") for name, fig in figures.items()}
     report_md = report_dir / "REPORT.md"
     lines = [f"# {slug} — benchmark report ({profile} profile)", "",
              f"git {prov['git_sha']} · params {prov['params_hash']} · run {run_id}", "",
              "## Claims", "", claims_markdown(claims), "", body_markdown, ""]
-    lines += [f"![{name}]({p.name})" for name, p in figure_paths.items()]
+    lines += [f"![{name}](plots/{p.name})" for name, p in figure_paths.items()]
     report_md.write_text("\n".join(lines) + "\n", encoding="utf-8")
     metrics_json = write_json(report_dir / "metrics.json", dvc_metrics)
 

@@ -33,7 +33,7 @@ def test_smoke_materializes_every_asset_and_check(smoke_resources, data_dir):
     assert len(blocking) == 9 and all(seen["checks"][name] for name in blocking)
     assert {f"claim_{cid}" for cid in brew.CLAIM_IDS} <= set(seen["checks"])
     report = data_dir / "reports" / "brew"
-    assert (report / "REPORT.md").exists() and (report / "roc_syn10.png").stat().st_size > 1000
+    assert (report / "REPORT.md").exists() and (report / "plots" / "roc_syn10.png").stat().st_size > 1000
     metrics = json.loads((report / "metrics.json").read_text())
     assert metrics["claims_total"] == len(brew.CLAIM_IDS)
     claims = pd.read_parquet(data_dir / "results" / "brew" / "claims.parquet")

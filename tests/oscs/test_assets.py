@@ -24,7 +24,7 @@ def test_smoke_materializes_every_asset_and_check(smoke_resources, data_dir):
     assert blocking and all(seen["checks"][name] for name in blocking)
     assert {f"claim_{cid}" for cid in oscs.CLAIM_IDS} <= set(seen["checks"])
     report = data_dir / "reports" / "oscs"
-    assert (report / "REPORT.md").exists() and (report / "far_over_time.png").stat().st_size > 1000
+    assert (report / "REPORT.md").exists() and (report / "plots" / "far_over_time.png").stat().st_size > 1000
     metrics = json.loads((report / "metrics.json").read_text())
     assert metrics["claims_total"] == len(oscs.CLAIM_IDS)
     claims = pd.read_parquet(data_dir / "results" / "oscs" / "claims.parquet")

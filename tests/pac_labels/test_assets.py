@@ -49,7 +49,7 @@ def test_smoke_materializes_every_asset_and_check(smoke_resources, data_dir, pap
     assert blocking and all(seen["checks"][name] for name in blocking)
     assert {f"claim_{cid}" for cid in pac.CLAIM_IDS} <= set(seen["checks"])
     report = data_dir / "reports" / "pac_labels"
-    assert (report / "REPORT.md").exists() and (report / "realized_error.png").stat().st_size > 1000
+    assert (report / "REPORT.md").exists() and (report / "plots" / "realized_error.png").stat().st_size > 1000
     metrics = json.loads((report / "metrics.json").read_text())
     assert metrics["claims_total"] == len(pac.CLAIM_IDS)
     assert "stance/gpt4o/wsr" in metrics["pac"]

@@ -93,3 +93,13 @@ def test_instance_config_limits_pools_to_one():
     config = yaml.safe_load((REPO_ROOT / ".dagster" / "dagster.yaml").read_text())
     assert config["concurrency"]["pools"]["default_limit"] == 1
     assert config["telemetry"]["enabled"] is False
+
+
+def test_dvc_stages_cover_every_paper():
+    import yaml
+
+    from resources.profiles import REPO_ROOT
+
+    dvc = yaml.safe_load((REPO_ROOT / "dvc.yaml").read_text())
+    assert dvc["vars"][0]["papers"] == list(PAPERS)
+    assert {"paper", "warehouse"} == set(dvc["stages"])

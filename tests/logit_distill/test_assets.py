@@ -1,0 +1,143 @@
+"""logit_distill wiring at the smoke profile: every asset and check runs, checkpoints reload,
+and bad input is stopped by a blocking check (or a clear error) before downstream runs."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from assets.logit_distill import data as ld_data
+from assets.logit_distill import definitions as ld
+from resources.artifacts import load_state_dict, save_state_dict
+from tests.conftest import materialize_paper, outcomes
+
+DOWNSTREAM = {"logit_distill/student_checkpoints", "logit_distill/representation_metrics",
+              "logit_distill/logit_distance_report"}
+
+
+def test_smoke_materializes_every_asset_and_check(smoke_resources, data_dir):
+    result = materialize_paper(ld, smoke_resources)
+    seen = outcomes(result)
+    assert result.success
+    assert seen["assets"] == {a.key.to_user_string() for a in ld.assets}
+    blocking = {c.check_specs_by_output_name[n].name for c in ld.asset_checks
+                for n in c.check_specs_by_output_name if c.check_specs_by_output_name[n].blocking}
+    assert len(blocking) == 12 and all(seen["checks"][name] for name in blocking)
+    assert {f"claim_{cid}" for cid in ld.CLAIM_IDS} <= set(seen["checks"])
+    report = data_dir / "reports" / "logit_distill"
+    assert (report / "REPORT.md").exists() and (report / "plots" / "mcca_by_objective.png").stat().st_size > 1000
+    assert (report / "plots" / "probe_accuracy_by_objective.png").exists()
+    assert json.loads((report / "metrics.json").read_text())["claims_total"] == len(ld.CLAIM_IDS)
+    claims = pd.read_parquet(data_dir / "results" / "logit_distill" / "claims.parquet")
+    assert set(claims["claim_id"]) == set(ld.CLAIM_IDS)
+    # every checkpoint: a state_dict that loads with weights_only and a sidecar with provenance
+    checkpoints = sorted((data_dir / "logit_distill" / "checkpoints").glob("*.pt"))
+    assert len(checkpoints) == 2 + 2 * 4 * 2                 # teachers + datasets × objectives × seeds
+    state, sidecar = load_state_dict(checkpoints[0])
+    assert {"model_config", "seed", "device", "torch_version", "labels"} <= set(sidecar)
+    assert all(isinstance(t, torch.Tensor) for t in state.values())
+    metrics = pd.read_parquet(data_dir / "logit_distill" / "representation_metrics.parquet")
+    assert set(metrics["objective"]) == {"kl", "l1", "l2", "ce"} and set(metrics["dataset"]) == {"spirals", "digits"}
+
+
+def _downstream_skipped(seen):
+    return not (DOWNSTREAM & seen["assets"])
+
+
+def _failure_messages(result) -> str:
+    """Every step failure's message, including the chained causes (the user's exception)."""
+    messages = []
+    for event in result.all_events:
+        if event.event_type_value == "STEP_FAILURE":
+            error = event.event_specific_data.error
+            while error is not None:
+                messages.append(error.message)
+                error = error.cause
+    return " ".join(messages)
+
+
+def test_concept_that_depends_on_the_class_is_stopped(smoke_resources, monkeypatch):
+    def class_concept(values, labels):
+        return np.asarray(labels) % 3                        # a function of the class
+
+    monkeypatch.setattr(ld_data, "within_class_terciles", class_concept)
+    seen = outcomes(materialize_paper(ld, smoke_resources))
+    assert seen["checks"]["concept_independent_of_class"] is False
+    assert "logit_distill/teacher_checkpoints" not in seen["assets"] and _downstream_skipped(seen)
+
+
+def test_non_finite_teacher_logit_is_stopped(smoke_resources, monkeypatch):
+    real = ld._long
+
+    def corrupted(dataset, teacher_seed, split, ids, kind, values):
+        frame = real(dataset, teacher_seed, split, ids, kind, values)
+        if kind == "logit" and split == "train":
+            frame.loc[frame.index[3], "value"] = np.inf
+        return frame
+
+    monkeypatch.setattr(ld, "_long", corrupted)
+    seen = outcomes(materialize_paper(ld, smoke_resources))
+    assert seen["checks"]["teacher_outputs_finite"] is False
+    assert "logit_distill/teacher_outputs" in seen["assets"] and _downstream_skipped(seen)
+
+
+def test_representation_dimension_too_large_is_a_clear_error(smoke_resources, monkeypatch):
+    import resources.compute as compute_module
+
+    real = compute_module.load_params
+
+    def too_wide(slug, profile, *args, **kwargs):
+        params = real(slug, profile, *args, **kwargs)
+        if slug == "logit_distill":
+            params["spirals"] = {**params["spirals"], "rep_dim": 6}     # 7 labels: d must be < 6
+        return params
+
+    monkeypatch.setattr(compute_module, "load_params", too_wide)
+    result = materialize_paper(ld, smoke_resources)
+    seen = outcomes(result)
+    assert "logit_distill/teacher_checkpoints" not in seen["assets"] and _downstream_skipped(seen)
+    assert "representation dimension d=6 must be < number of classes − 1 = 6" in _failure_messages(result)
+
+
+def test_checkpoint_that_fails_to_reload_is_stopped(smoke_resources, monkeypatch):
+    def corrupting_save(path, state, sidecar):
+        written = save_state_dict(path, state, sidecar)
+        with open(path, "ab") as fh:
+            fh.write(b"garbage")                             # the md5 in the sidecar no longer matches
+        return written
+
+    monkeypatch.setattr(ld, "save_state_dict", corrupting_save)
+    seen = outcomes(materialize_paper(ld, smoke_resources))
+    assert seen["checks"]["teachers_load_back"] is False
+    assert "logit_distill/teacher_outputs" not in seen["assets"] and _downstream_skipped(seen)
+
+
+def test_student_with_another_label_set_is_named(tmp_path):
+    def write(name, labels, n_classes):
+        path = tmp_path / f"{name}.pt"
+        save_state_dict(path, {"w": np.zeros(1)}, {"labels": labels, "model_config": {"n_classes": n_classes}})
+        return str(path)
+
+    teachers = pd.DataFrame([{"dataset": "digits", "teacher_seed": 0, "checkpoint": write("t", list(range(10)), 10)}])
+    students = pd.DataFrame([{"dataset": "digits", "teacher_seed": 0, "checkpoint": write("s", list(range(9)), 9)}])
+    result = ld._student_labels_match(students, teachers)
+    assert not result.passed and "label set" in result.description and "teacher's" in result.description
+    same = pd.DataFrame([{"dataset": "digits", "teacher_seed": 0, "checkpoint": write("s2", list(range(10)), 10)}])
+    assert ld._student_labels_match(same, teachers).passed
+
+
+@pytest.mark.parametrize("profile", ["smoke", "cpu", "gpu"])
+def test_every_profile_has_complete_parameters(profile):
+    from resources.profiles import load_params
+
+    params = load_params("logit_distill", profile)
+    assert set(params["objectives"]) <= {"kl", "l1", "l2", "ce"}
+    for dataset in params["datasets"]:
+        p = params[dataset]
+        n_classes = int(p.get("n_labels", 10))
+        assert int(p["rep_dim"]) < n_classes - 1                # identifiability's diversity condition
+        for role in ("teacher", "student"):
+            assert {"epochs", "batch_size", "lr", "gamma", "warmup_epochs"} <= set(p[role])
