@@ -54,6 +54,7 @@ bench: venv
 	$(VENV)/bin/python benchmarks/pac_labels_bench.py
 	$(VENV)/bin/python benchmarks/brew_detection.py
 	$(VENV)/bin/python benchmarks/logit_distill_throughput.py
+	$(VENV)/bin/python benchmarks/spgcl_scaling.py
 
 clean-data:
 	rm -rf data/oscs data/results data/reports data/results.duckdb data/results.duckdb.lock

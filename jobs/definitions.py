@@ -22,6 +22,7 @@ PAPERS: dict[str, str] = {
     "pac_labels": "assets.pac_labels.definitions",
     "brew": "assets.brew.definitions",
     "logit_distill": "assets.logit_distill.definitions",
+    "spgcl": "assets.spgcl.definitions",
 }
 
 # Weekly, staggered by paper; created STOPPED: turn on in the UI (Automation tab).

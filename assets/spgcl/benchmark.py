@@ -1,0 +1,229 @@
+"""SPGCL evaluation: the common linear probe, embedding-collapse statistics, summary tables,
+paired tests and the paper's claims. numpy/scipy/scikit-learn; no torch, no Dagster.
+
+One protocol for every method (spec "Evaluation"): L2-normalised embeddings, optional
+Â^numhop smoothing (reported for numhop 0 and 3 for all methods), a one-vs-rest liblinear
+logistic regression whose C is chosen on the validation nodes of a random stratified
+10/10/80 split. Claims are judged at numhop 0 (the embedding itself; fixed a priori).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from assets.common.claims import Claim
+from assets.spgcl.data import TEST, TRAIN, VAL
+
+C_GRID = tuple(float(c) for c in 2.0 ** np.arange(-10, 11, 2))
+CLAIM_NUMHOP = 0
+# Accuracies are multiples of 1/n_test: a mean difference of exactly 2 points can come out as
+# 1.9999999999999998 in floating point. Threshold comparisons allow this rounding, nothing more.
+FLOAT_SLACK = 1e-9
+HOMOPHILOUS = ("gauss_homo", "bow_homo")
+HETEROPHILOUS = ("gauss_hetero", "bow_hetero")
+# README anchors (the paper body was not readable; see the spec).
+README_ABLATION = {"Cornell": (75.41, 50.08), "Texas": (80.81, 66.76), "Actor": (37.23, 23.33)}
+
+
+def l2_normalize(z: np.ndarray) -> np.ndarray:
+    z = np.asarray(z, dtype=np.float64)
+    return z / np.maximum(np.linalg.norm(z, axis=1, keepdims=True), 1e-12)
+
+
+def linear_probe(z: np.ndarray, y: np.ndarray, split: np.ndarray,
+                 c_grid: tuple[float, ...] = C_GRID) -> dict[str, float]:
+    """Fit one-vs-rest liblinear LR on the train nodes for each C; pick the C with the best
+    validation accuracy (ties → the smaller C); report its validation and test accuracy.
+
+    z (n, D) embeddings, y (n,) labels, split (n,) codes. Accuracies are fractions in [0, 1].
+    """
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.multiclass import OneVsRestClassifier
+
+    z = l2_normalize(z)
+    train, val, test = (split == TRAIN), (split == VAL), (split == TEST)
+    best = None
+    for c in c_grid:
+        clf = OneVsRestClassifier(LogisticRegression(solver="liblinear", C=c, max_iter=1000))
+        clf.fit(z[train], y[train])
+        val_acc = float((clf.predict(z[val]) == y[val]).mean())
+        if best is None or val_acc > best[1]:
+            best = (c, val_acc, clf)
+    c, val_acc, clf = best
+    test_acc = float((clf.predict(z[test]) == y[test]).mean())
+    majority = np.bincount(y[train]).argmax()
+    return {"C": float(c), "val_acc": val_acc, "test_acc": test_acc,
+            "majority_acc": float((y[test] == majority).mean())}
+
+
+def collapse_stats(z: np.ndarray) -> dict[str, float]:
+    """Collapse diagnostics of embeddings z (n, D): smallest / largest per-dim std, mean
+    pairwise cosine over distinct pairs, effective rank exp(H(σ/Σσ)) (Roy & Vetterli)."""
+    z = np.asarray(z, dtype=np.float64)
+    std = z.std(axis=0)
+    unit = l2_normalize(z)
+    n = len(z)
+    total = unit.sum(axis=0)
+    mean_cos = float((total @ total - (unit * unit).sum()) / max(n * (n - 1), 1))
+    sigma = np.linalg.svd(z - z.mean(axis=0), compute_uv=False)
+    p = sigma / max(sigma.sum(), 1e-300)
+    p = p[p > 0]
+    return {"min_dim_std": float(std.min()), "max_dim_std": float(std.max()),
+            "dead_dim_fraction": float((std <= 1e-4).mean()),
+            "mean_pairwise_cosine": mean_cos, "effective_rank": float(np.exp(-(p * np.log(p)).sum()))}
+
+
+def collapse_problems(s: dict[str, float], min_effective_rank: float = 5.0,
+                      max_mean_cosine: float = 0.95, min_std: float = 1e-4) -> list[str]:
+    """Violations of the no-collapse rule: some dim varies (std > min_std), mean pairwise
+    cosine < max_mean_cosine, effective rank > min_effective_rank."""
+    problems = []
+    if s["max_dim_std"] <= min_std:
+        problems.append(f"every dim has std ≤ {min_std}")
+    if s["mean_pairwise_cosine"] >= max_mean_cosine:
+        problems.append(f"mean pairwise cosine {s['mean_pairwise_cosine']:.3f} ≥ {max_mean_cosine}")
+    if s["effective_rank"] <= min_effective_rank:
+        problems.append(f"effective rank {s['effective_rank']:.2f} ≤ {min_effective_rank}")
+    return problems
+
+
+# ----------------------------------------------------------------------------- tables
+def summary_table(probe: pd.DataFrame) -> pd.DataFrame:
+    """Test accuracy (%) per graph × method × numhop: mean, std, n seeds, 95% t-interval."""
+    rows = []
+    for (graph, method, hop), g in probe.groupby(["graph", "method", "numhop"]):
+        acc = 100.0 * g["test_acc"].to_numpy()
+        n = len(acc)
+        std = float(acc.std(ddof=1)) if n > 1 else 0.0
+        half = float(stats.t.ppf(0.975, n - 1) * std / np.sqrt(n)) if n > 1 else float("nan")
+        rows.append({"graph": graph, "method": method, "numhop": int(hop), "mean": float(acc.mean()),
+                     "std": std, "ci95": half, "seeds": n})
+    return pd.DataFrame(rows)
+
+
+def paired_comparison(probe: pd.DataFrame, graph: str, a: str, b: str,
+                      numhop: int = CLAIM_NUMHOP) -> dict[str, float]:
+    """Paired (same graph instance, split and seed) difference a − b in test accuracy points,
+    and the two-sided paired t-test p-value. NaN when fewer than 2 common seeds."""
+    sel = probe[(probe["graph"] == graph) & (probe["numhop"] == numhop)]
+    pa = sel[sel["method"] == a].set_index("seed")["test_acc"]
+    pb = sel[sel["method"] == b].set_index("seed")["test_acc"]
+    common = pa.index.intersection(pb.index)
+    diff = 100.0 * (pa[common] - pb[common]).to_numpy()
+    if len(diff) < 2:
+        return {"diff": float(diff.mean()) if len(diff) else float("nan"), "p": float("nan"),
+                "seeds": int(len(diff))}
+    p = float(stats.ttest_rel(pa[common], pb[common]).pvalue) if diff.std() > 0 else \
+        (0.0 if diff.mean() != 0 else 1.0)
+    return {"diff": float(diff.mean()), "p": p, "seeds": int(len(diff))}
+
+
+def paired_table(probe: pd.DataFrame, reference: str = "spgcl") -> pd.DataFrame:
+    """SPGCL vs every other method on every graph (numhop 0 and 3)."""
+    rows = []
+    for graph in sorted(probe["graph"].unique()):
+        methods = set(probe.loc[probe["graph"] == graph, "method"])
+        if reference not in methods:
+            continue
+        for other in sorted(methods - {reference}):
+            for hop in sorted(probe["numhop"].unique()):
+                r = paired_comparison(probe, graph, reference, other, int(hop))
+                rows.append({"graph": graph, "numhop": int(hop), "comparison": f"{reference} − {other}",
+                             "diff_points": r["diff"], "p_paired_t": r["p"], "seeds": r["seeds"]})
+    return pd.DataFrame(rows)
+
+
+def _mean_acc(summary: pd.DataFrame, graph: str, method: str, numhop: int = CLAIM_NUMHOP) -> float:
+    sel = summary[(summary["graph"] == graph) & (summary["method"] == method) & (summary["numhop"] == numhop)]
+    return float(sel["mean"].iloc[0]) if len(sel) else float("nan")
+
+
+# ----------------------------------------------------------------------------- claims
+def claim_prealignment(diag: pd.DataFrame, min_cos_gap: float = 0.10,
+                       max_energy_ratio: float = 0.5) -> Claim:
+    """P1: at initialisation, on homophilous CSBM (same random weights), mean edge cosine of
+    GCN outputs ≥ MLP's + 0.10 and GCN's normalised Dirichlet energy ≤ 0.5 × MLP's."""
+    means = diag.groupby(["graph", "encoder"])[["edge_cosine", "rayleigh_quotient"]].mean()
+    parts, ok = [], []
+    for graph in HOMOPHILOUS:
+        if (graph, "gcn") not in means.index or (graph, "mlp") not in means.index:
+            continue
+        gcn, mlp = means.loc[(graph, "gcn")], means.loc[(graph, "mlp")]
+        gap = float(gcn["edge_cosine"] - mlp["edge_cosine"])
+        ratio = float(gcn["rayleigh_quotient"] / mlp["rayleigh_quotient"])
+        ok.append(gap >= min_cos_gap - FLOAT_SLACK and ratio <= max_energy_ratio + FLOAT_SLACK)
+        parts.append(f"{graph}: cos gap {gap:+.3f}, energy ratio {ratio:.3f}")
+    return Claim("prealignment",
+                 "Message passing pre-aligns positives: at initialisation on homophilous CSBM, GCN "
+                 "outputs make neighbours ≥ 0.10 more cosine-similar than MLP outputs (same weights) "
+                 "and their normalised Dirichlet energy is ≤ 0.5 × the MLP's",
+                 f"pre-alignment effect (README; theory): cos gap ≥ {min_cos_gap}, energy ratio ≤ {max_energy_ratio}",
+                 "; ".join(parts) or "no homophilous graph evaluated", bool(ok) and all(ok),
+                 detail="mean over seeds; encoder = SPGCL's 2-layer stack at init, eval mode")
+
+
+def claim_no_positive(summary: pd.DataFrame, gcn_tolerance: float = 3.0, mlp_loss: float = 5.0) -> Claim:
+    """P2: on homophilous CSBM, GRACE-noPos (GCN) within 3 points of GRACE; with an MLP
+    encoder dropping positives costs ≥ 5 points."""
+    parts, ok = [], []
+    for graph in HOMOPHILOUS:
+        values = {m: _mean_acc(summary, graph, m) for m in ("grace", "grace_nopos", "grace_mlp", "grace_nopos_mlp")}
+        if not all(np.isfinite(v) for v in values.values()):
+            continue
+        gcn_gap = values["grace"] - values["grace_nopos"]
+        mlp_gap = values["grace_mlp"] - values["grace_nopos_mlp"]
+        ok.append(abs(gcn_gap) <= gcn_tolerance + FLOAT_SLACK and mlp_gap >= mlp_loss - FLOAT_SLACK)
+        parts.append(f"{graph}: GCN GRACE {values['grace']:.1f} vs noPos {values['grace_nopos']:.1f} "
+                     f"(gap {gcn_gap:+.1f}); MLP GRACE {values['grace_mlp']:.1f} vs noPos "
+                     f"{values['grace_nopos_mlp']:.1f} (gap {mlp_gap:+.1f})")
+    return Claim("no_positive_phenomenon",
+                 "GCL works without positives only thanks to message passing: GCN GRACE-noPos within "
+                 "3 points of GRACE, while an MLP encoder loses ≥ 5 points without positives",
+                 "'GCLs can achieve competitive performance even without positive samples' (abstract)",
+                 "; ".join(parts) or "GRACE variants not run on a homophilous graph", bool(ok) and all(ok),
+                 detail=f"test accuracy %, mean over seeds, numhop {CLAIM_NUMHOP}")
+
+
+def claim_hetero_gain(probe: pd.DataFrame, min_gain: float = 2.0, alpha: float = 0.05) -> Claim:
+    """P3a: on every heterophilous CSBM evaluated, SPGCL ≥ SPGCL-w/o-both + 2 points with a
+    paired t-test p < 0.05 over seeds."""
+    parts, ok = [], []
+    for graph in HETEROPHILOUS:
+        r = paired_comparison(probe, graph, "spgcl", "spgcl_wo_both")
+        if r["seeds"] == 0:
+            continue
+        ok.append(r["diff"] >= min_gain - FLOAT_SLACK and r["p"] < alpha)
+        parts.append(f"{graph}: {r['diff']:+.2f} points (p = {r['p']:.3g}, {r['seeds']} seeds)")
+    readme = ", ".join(f"{k} {a:.2f} vs {b:.2f}" for k, (a, b) in README_ABLATION.items())
+    return Claim("spgcl_hetero_gain",
+                 "On heterophilous graphs SPGCL beats its ablation without EAP and EPS by ≥ 2 points "
+                 "(paired t-test p < 0.05)",
+                 f"README ablation SPGCL vs w/o both: {readme}",
+                 "; ".join(parts) or "not evaluated", bool(ok) and all(ok),
+                 detail=f"SPGCL − w/o both, test accuracy points, numhop {CLAIM_NUMHOP}; must hold on "
+                        "every heterophilous CSBM run")
+
+
+def claim_homo_competitive(summary: pd.DataFrame, graph: str = "bow_homo", tolerance: float = 1.0) -> Claim:
+    """P3b: on the homophilous BoW CSBM, SPGCL ≥ max(GRACE, DGI, BGRL) − 1 point."""
+    spgcl = _mean_acc(summary, graph, "spgcl")
+    baselines = {m: _mean_acc(summary, graph, m) for m in ("grace", "dgi", "bgrl")}
+    finite = {m: v for m, v in baselines.items() if np.isfinite(v)}
+    if not np.isfinite(spgcl) or not finite:
+        return Claim("spgcl_homo_competitive", "SPGCL within 1 point of the best baseline on homophilous BoW CSBM",
+                     "Cora 85.44 (README; no baseline table found)", "not evaluated", False)
+    best = max(finite, key=finite.get)
+    return Claim("spgcl_homo_competitive",
+                 "On the homophilous bag-of-words CSBM SPGCL is within 1 point of the best of GRACE, DGI, BGRL",
+                 "SPGCL Cora 85.44±0.13 (README; the baseline table was not available)",
+                 f"SPGCL {spgcl:.1f} vs best {best} {finite[best]:.1f} (gap {spgcl - finite[best]:+.1f}); "
+                 + ", ".join(f"{m} {v:.1f}" for m, v in finite.items()),
+                 bool(spgcl >= finite[best] - tolerance - FLOAT_SLACK),
+                 detail=f"{graph}, test accuracy %, mean over seeds, numhop {CLAIM_NUMHOP}")
+
+
+def evaluate_claims(diag: pd.DataFrame, probe: pd.DataFrame) -> list[Claim]:
+    summary = summary_table(probe)
+    return [claim_prealignment(diag), claim_no_positive(summary), claim_hetero_gain(probe),
+            claim_homo_competitive(summary)]
