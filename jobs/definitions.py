@@ -23,6 +23,7 @@ PAPERS: dict[str, str] = {
     "brew": "assets.brew.definitions",
     "logit_distill": "assets.logit_distill.definitions",
     "spgcl": "assets.spgcl.definitions",
+    "diffusion_w2": "assets.diffusion_w2.definitions",
 }
 
 # Weekly, staggered by paper; created STOPPED: turn on in the UI (Automation tab).
