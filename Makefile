@@ -55,6 +55,7 @@ bench: venv
 	$(VENV)/bin/python benchmarks/brew_detection.py
 	$(VENV)/bin/python benchmarks/logit_distill_throughput.py
 	$(VENV)/bin/python benchmarks/spgcl_scaling.py
+	$(VENV)/bin/python benchmarks/viar_throughput.py
 
 clean-data:
 	rm -rf data/oscs data/results data/reports data/results.duckdb data/results.duckdb.lock

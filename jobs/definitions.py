@@ -24,6 +24,8 @@ PAPERS: dict[str, str] = {
     "logit_distill": "assets.logit_distill.definitions",
     "spgcl": "assets.spgcl.definitions",
     "diffusion_w2": "assets.diffusion_w2.definitions",
+    "viar": "assets.viar.definitions",
+    "dream_mpc": "assets.dream_mpc.definitions",
 }
 
 # Weekly, staggered by paper; created STOPPED: turn on in the UI (Automation tab).

@@ -43,3 +43,17 @@ def outcomes(result) -> dict:
               for m in [m.event_specific_data.materialization]}
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
     return {"assets": assets, "checks": checks}
+
+
+def assert_group_complete(module, result) -> dict:
+    """The smoke contract of a paper group: the run succeeded, every asset materialized,
+    every blocking check ran and passed, and there is one claim check per claim id.
+    Returns outcomes(result) for further assertions."""
+    seen = outcomes(result)
+    assert result.success
+    assert seen["assets"] == {a.key.to_user_string() for a in module.assets}
+    blocking = {spec.name for c in module.asset_checks for spec in c.check_specs if spec.blocking}
+    assert blocking and all(seen["checks"][name] for name in blocking), \
+        {n: seen["checks"].get(n) for n in blocking}
+    assert {f"claim_{cid}" for cid in module.CLAIM_IDS} <= set(seen["checks"])
+    return seen

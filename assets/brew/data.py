@@ -23,30 +23,14 @@ from collections import defaultdict
 import numpy as np
 import pandas as pd
 
+from assets.common.gensim_text import gensim_text_bytes, read_gensim_lines
 from assets.common.ngram import tokenize
 
 SOURCE_FILES = {"lee_bg": "lee_background.cor", "lee": "lee.cor", "pang_lee": "pang_lee_polarity.cor"}
 PROMPT_WORDS = 8
 
 
-def read_gensim_lines(name: str) -> list[str]:
-    """Non-empty lines of a gensim test-data file (UTF-8, falling back to cp1252)."""
-    from gensim.test.utils import datapath
-
-    with open(datapath(name), "rb") as handle:
-        raw = handle.read()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        text = raw.decode("cp1252", errors="replace")
-    return [line.strip() for line in text.splitlines() if line.strip()]
-
-
-def source_bytes(name: str) -> bytes:
-    from gensim.test.utils import datapath
-
-    with open(datapath(name), "rb") as handle:
-        return handle.read()
+source_bytes = gensim_text_bytes
 
 
 def load_corpus(train_fraction: float, seed: int) -> pd.DataFrame:

@@ -27,6 +27,8 @@ import string
 import numpy as np
 import pandas as pd
 
+from assets.common.gensim_text import read_gensim_lines
+
 LEE_FILES = (("lee_background.cor", "lee_bg"), ("lee.cor", "lee"))
 PANG_LEE_FILE = "pang_lee_polarity.cor"
 PANG_LEE_LINES_PER_DOCUMENT = 10
@@ -58,17 +60,7 @@ FLUENT_PREAMBLES = (
 _SENTENCE_BOUNDARY = re.compile(r"(?<=[.!?])[\"']?\s+(?=[\"']?[A-Z0-9])")
 
 
-def read_gensim_text(name: str) -> list[str]:
-    """Non-empty lines of a gensim test-data file (UTF-8, falling back to cp1252)."""
-    from gensim.test.utils import datapath
-
-    with open(datapath(name), "rb") as handle:
-        raw = handle.read()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        text = raw.decode("cp1252", errors="replace")
-    return [line.strip() for line in text.splitlines() if line.strip()]
+read_gensim_text = read_gensim_lines
 
 
 def split_sentences(document: str) -> list[str]:

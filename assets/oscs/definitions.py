@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from assets.common.checks import check_result, claim_checks, gate
+from assets.common.gensim_text import gensim_text_bytes
 from assets.common.lm_checkpoint import load_ngram_checkpoint, save_ngram_checkpoint
 from assets.common.ngram import KneserNeyTrigram, tokenize
 from assets.common.report import claims_payload, markdown_table, publish_report
@@ -48,7 +49,7 @@ def _oscs_config(params: dict) -> M.OSCSConfig:
 def benign_corpus(context: dg.AssetExecutionContext, compute: ComputeResource) -> pd.DataFrame:
     frame = data.load_benign_sentences()
     frame = data.split_by_document(frame, seed=compute.seed_for(SLUG, "split"))
-    source_md5 = {name: bytes_md5("\n".join(data.read_gensim_text(name)).encode())
+    source_md5 = {name: bytes_md5(gensim_text_bytes(name))
                   for name in ("lee_background.cor", "lee.cor", "pang_lee_polarity.cor")}
     counts = frame["split"].value_counts().to_dict()
     context.log.info(f"benign sentences per split: {counts}")

@@ -13,7 +13,7 @@ from assets.brew import bch as brew_bch
 from assets.brew import data as brew_data
 from assets.brew import definitions as brew
 from assets.brew import method as brew_method
-from tests.conftest import materialize_paper, outcomes
+from tests.conftest import assert_group_complete, materialize_paper, outcomes
 
 DOWNSTREAM_OF_TEXTS = {"brew/attacked_texts", "brew/detections", "brew/calibrated_thresholds",
                        "brew/benchmark_report"}
@@ -25,13 +25,7 @@ def _check_descriptions(result) -> dict[str, str]:
 
 def test_smoke_materializes_every_asset_and_check(smoke_resources, data_dir):
     result = materialize_paper(brew, smoke_resources)
-    seen = outcomes(result)
-    assert result.success
-    assert seen["assets"] == {a.key.to_user_string() for a in brew.assets}
-    blocking = {c.check_specs_by_output_name[n].name for c in brew.asset_checks
-                for n in c.check_specs_by_output_name if c.check_specs_by_output_name[n].blocking}
-    assert len(blocking) == 9 and all(seen["checks"][name] for name in blocking)
-    assert {f"claim_{cid}" for cid in brew.CLAIM_IDS} <= set(seen["checks"])
+    seen = assert_group_complete(brew, result)
     report = data_dir / "reports" / "brew"
     assert (report / "REPORT.md").exists() and (report / "plots" / "roc_syn10.png").stat().st_size > 1000
     metrics = json.loads((report / "metrics.json").read_text())

@@ -12,7 +12,7 @@ import pytest
 
 from assets.diffusion_w2 import benchmark as dsb_benchmark
 from assets.diffusion_w2 import definitions as dsb
-from tests.conftest import materialize_paper, outcomes
+from tests.conftest import assert_group_complete, materialize_paper, outcomes
 
 DOWNSTREAM = {"diffusion_w2/dsb_coupled_runs", "diffusion_w2/dsb_empirical_w2", "diffusion_w2/dsb_bounds",
               "diffusion_w2/dsb_validation_report"}
@@ -50,13 +50,7 @@ def _step_errors(result) -> str:
 
 def test_smoke_materializes_every_asset_and_check(smoke_resources, data_dir):
     result = materialize_paper(dsb, smoke_resources)
-    seen = outcomes(result)
-    assert result.success
-    assert seen["assets"] == {a.key.to_user_string() for a in dsb.assets}
-    blocking = {c.check_specs_by_output_name[n].name for c in dsb.asset_checks
-                for n in c.check_specs_by_output_name if c.check_specs_by_output_name[n].blocking}
-    assert len(blocking) == 7 and all(seen["checks"][name] for name in blocking)
-    assert {f"claim_{cid}" for cid in dsb.CLAIM_IDS} <= set(seen["checks"])
+    seen = assert_group_complete(dsb, result)
     report = data_dir / "reports" / "diffusion_w2"
     assert (report / "REPORT.md").exists()
     for name in ("bound_vs_rms", "delta_sweep", "grid_ranking", "gaussian_closed_form"):

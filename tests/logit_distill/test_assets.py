@@ -12,7 +12,7 @@ import torch
 from assets.logit_distill import data as ld_data
 from assets.logit_distill import definitions as ld
 from resources.artifacts import load_state_dict, save_state_dict
-from tests.conftest import materialize_paper, outcomes
+from tests.conftest import assert_group_complete, materialize_paper, outcomes
 
 DOWNSTREAM = {"logit_distill/student_checkpoints", "logit_distill/representation_metrics",
               "logit_distill/logit_distance_report"}
@@ -20,13 +20,7 @@ DOWNSTREAM = {"logit_distill/student_checkpoints", "logit_distill/representation
 
 def test_smoke_materializes_every_asset_and_check(smoke_resources, data_dir):
     result = materialize_paper(ld, smoke_resources)
-    seen = outcomes(result)
-    assert result.success
-    assert seen["assets"] == {a.key.to_user_string() for a in ld.assets}
-    blocking = {c.check_specs_by_output_name[n].name for c in ld.asset_checks
-                for n in c.check_specs_by_output_name if c.check_specs_by_output_name[n].blocking}
-    assert len(blocking) == 12 and all(seen["checks"][name] for name in blocking)
-    assert {f"claim_{cid}" for cid in ld.CLAIM_IDS} <= set(seen["checks"])
+    seen = assert_group_complete(ld, result)
     report = data_dir / "reports" / "logit_distill"
     assert (report / "REPORT.md").exists() and (report / "plots" / "mcca_by_objective.png").stat().st_size > 1000
     assert (report / "plots" / "probe_accuracy_by_objective.png").exists()

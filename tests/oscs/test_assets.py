@@ -11,18 +11,12 @@ import pytest
 from assets.oscs import data as oscs_data
 from assets.oscs import definitions as oscs
 from assets.oscs import streams as oscs_streams
-from tests.conftest import materialize_paper, outcomes
+from tests.conftest import assert_group_complete, materialize_paper, outcomes
 
 
 def test_smoke_materializes_every_asset_and_check(smoke_resources, data_dir):
     result = materialize_paper(oscs, smoke_resources)
-    seen = outcomes(result)
-    assert result.success
-    assert seen["assets"] == {a.key.to_user_string() for a in oscs.assets}
-    blocking = {c.check_specs_by_output_name[n].name for c in oscs.asset_checks
-                for n in c.check_specs_by_output_name if c.check_specs_by_output_name[n].blocking}
-    assert blocking and all(seen["checks"][name] for name in blocking)
-    assert {f"claim_{cid}" for cid in oscs.CLAIM_IDS} <= set(seen["checks"])
+    seen = assert_group_complete(oscs, result)
     report = data_dir / "reports" / "oscs"
     assert (report / "REPORT.md").exists() and (report / "plots" / "far_over_time.png").stat().st_size > 1000
     metrics = json.loads((report / "metrics.json").read_text())

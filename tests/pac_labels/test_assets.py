@@ -13,7 +13,7 @@ import pytest
 from assets.pac_labels import definitions as pac
 from assets.pac_labels import method as pac_method
 from assets.pac_labels import models as pac_models
-from tests.conftest import materialize_paper, outcomes
+from tests.conftest import assert_group_complete, materialize_paper, outcomes
 
 DOWNSTREAM = {"pac_labels/calibrated_thresholds", "pac_labels/labeled_datasets", "pac_labels/trial_outcomes",
               "pac_labels/benchmark_report"}
@@ -41,13 +41,7 @@ def paper_dir(tmp_path, monkeypatch):
 def test_smoke_materializes_every_asset_and_check(smoke_resources, data_dir, paper_dir):
     _stance_like(paper_dir)
     result = materialize_paper(pac, smoke_resources)
-    seen = outcomes(result)
-    assert result.success
-    assert seen["assets"] == {a.key.to_user_string() for a in pac.assets}
-    blocking = {c.check_specs_by_output_name[n].name for c in pac.asset_checks
-                for n in c.check_specs_by_output_name if c.check_specs_by_output_name[n].blocking}
-    assert blocking and all(seen["checks"][name] for name in blocking)
-    assert {f"claim_{cid}" for cid in pac.CLAIM_IDS} <= set(seen["checks"])
+    seen = assert_group_complete(pac, result)
     report = data_dir / "reports" / "pac_labels"
     assert (report / "REPORT.md").exists() and (report / "plots" / "realized_error.png").stat().st_size > 1000
     metrics = json.loads((report / "metrics.json").read_text())

@@ -11,7 +11,7 @@ import pytest
 
 from assets.spgcl import data as spgcl_data
 from assets.spgcl import definitions as spgcl
-from tests.conftest import materialize_paper, outcomes
+from tests.conftest import assert_group_complete, materialize_paper, outcomes
 
 TRAINING = {"spgcl/gcl_encoder", "spgcl/node_embeddings", "spgcl/linear_probe", "spgcl/gcl_benchmark_report"}
 
@@ -27,13 +27,7 @@ def one_thread(smoke_resources):
 
 def test_smoke_materializes_every_asset_and_check(one_thread, data_dir):
     result = materialize_paper(spgcl, one_thread)
-    seen = outcomes(result)
-    assert result.success
-    assert seen["assets"] == {a.key.to_user_string() for a in spgcl.assets}
-    blocking = {c.check_specs_by_output_name[n].name for c in spgcl.asset_checks
-                for n in c.check_specs_by_output_name if c.check_specs_by_output_name[n].blocking}
-    assert blocking and all(seen["checks"][name] for name in blocking)
-    assert {f"claim_{cid}" for cid in spgcl.CLAIM_IDS} <= set(seen["checks"])
+    seen = assert_group_complete(spgcl, result)
     report = data_dir / "reports" / "spgcl"
     pngs = {p.name: p for p in report.rglob("*.png")}   # the platform decides the sub-folder
     assert (report / "REPORT.md").exists() and pngs["accuracy.png"].stat().st_size > 1000

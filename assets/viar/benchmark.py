@@ -1,0 +1,160 @@
+"""VIAR benchmark layer: summaries over seeds and the paper's claims V1–V6. Pure pandas/numpy.
+
+Inputs are the tidy frames of the Dagster assets:
+    quality     one row per (dataset, model, kind, depth, schedule, seed) with fcd, sfcd, kid,
+                class_consistency, precision, recall, flops_per_image
+    throughput  one row per (dataset, model, schedule) with images_per_second (median of reps)
+    memory      one row per (dataset, model, sweep, value) with saved_bytes
+    convergence one row per (dataset, seed, source, scale, t) with rel_residual, cosine
+    params      {"viar": int, "var": {depth: int}}
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from assets.common.claims import Claim
+
+METRICS = ("fcd", "sfcd", "kid", "class_consistency", "precision", "recall")
+
+
+def linear_r2(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """(slope, R²) of the least-squares line y ≈ a + b x."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) < 2 or np.ptp(x) == 0:
+        return 0.0, float("nan")
+    b, a = np.polyfit(x, y, 1)
+    resid = y - (a + b * x)
+    total = np.sum((y - y.mean()) ** 2)
+    r2 = 1.0 - np.sum(resid ** 2) / total if total > 0 else 1.0
+    return float(b), float(r2)
+
+
+def summarize(quality: pd.DataFrame) -> pd.DataFrame:
+    """Mean and std over seeds per (dataset, model, schedule)."""
+    keys = ["dataset", "model", "kind", "depth", "schedule"]
+    agg = quality.groupby(keys, dropna=False).agg(
+        seeds=("seed", "nunique"), flops_per_image=("flops_per_image", "mean"),
+        **{f"{m}_mean": (m, "mean") for m in METRICS}, **{f"{m}_std": (m, "std") for m in METRICS})
+    return agg.reset_index()
+
+
+def _mean(quality: pd.DataFrame, model: str, schedule: str, metric: str) -> float:
+    rows = quality[(quality["model"] == model) & (quality["schedule"] == schedule)]
+    return float(rows[metric].mean()) if len(rows) else float("nan")
+
+
+def pareto_domination(quality: pd.DataFrame, viar_model: str, var_models: list[str]) -> pd.DataFrame:
+    """For each VAR point (FLOPs/image, mean FCD): the best mean FCD among VIAR operating points
+    (every schedule of the one VIAR training run) that cost at most as many FLOPs, and whether
+    it is ≤ VAR's. A budget below VIAR's cheapest point counts as not dominated."""
+    viar = (quality[quality["model"] == viar_model].groupby("schedule")
+            .agg(flops=("flops_per_image", "mean"), fcd=("fcd", "mean")).reset_index())
+    rows = []
+    for model in var_models:
+        var = quality[quality["model"] == model]
+        if var.empty:
+            continue
+        budget, var_fcd = float(var["flops_per_image"].mean()), float(var["fcd"].mean())
+        affordable = viar[viar["flops"] <= budget * (1 + 1e-9)]
+        best = affordable.loc[affordable["fcd"].idxmin()] if len(affordable) else None
+        rows.append({"var_model": model, "var_flops": budget, "var_fcd": var_fcd,
+                     "viar_schedule": best["schedule"] if best is not None else "none affordable",
+                     "viar_flops": float(best["flops"]) if best is not None else float("nan"),
+                     "viar_fcd": float(best["fcd"]) if best is not None else float("nan"),
+                     "dominated": bool(best is not None and best["fcd"] <= var_fcd)})
+    return pd.DataFrame(rows)
+
+
+def evaluate_claims(dataset: str, quality: pd.DataFrame, throughput: pd.DataFrame, memory: pd.DataFrame,
+                    convergence: pd.DataFrame, params: dict[str, Any], floor: float,
+                    claim_depth: int, viar_name: str, ladder: list[int],
+                    schedules: dict[str, str]) -> list[Claim]:
+    """Claims V1–V6 on one dataset (see the spec's pass criteria).
+
+    schedules: {"full": "con8", "one": "con1", "mid": "con4", "dec": "dec8-2"} names used by V2/V3/V5.
+    floor: the FCD noise floor (train-real vs test-real at the generated-set size)."""
+    q = quality[quality["dataset"] == dataset]
+    var_name = f"VAR-d{claim_depth}"
+    claims = []
+
+    # V1 parameters
+    p_viar, p_var = params["viar"], params["var"][claim_depth]
+    ratio = p_viar / p_var
+    claims.append(Claim("V1_params", f"VIAR has ≤ 50% of {var_name}'s parameters (tokenizer excluded)",
+                        "770.9M vs 2010M (38.4%)", f"{p_viar:,} vs {p_var:,} ({ratio:.1%})", ratio <= 0.5))
+
+    # V2 quality parity
+    full = schedules["full"]
+    fcd_viar, fcd_var = _mean(q, viar_name, full, "fcd"), _mean(q, var_name, "explicit", "fcd")
+    acc_viar = _mean(q, viar_name, full, "class_consistency")
+    acc_var = _mean(q, var_name, "explicit", "class_consistency")
+    bound = 1.25 * fcd_var + floor
+    fcd_ok, acc_ok = fcd_viar <= bound, acc_viar >= acc_var - 0.03
+    claims.append(Claim(
+        "V2_quality_parity", f"FCD(VIAR {full}) ≤ 1.25·FCD({var_name}) + floor; class consistency within 3 points",
+        "FID 2.16 (VIAR) vs 2.08 (VAR-d30), cfg 1.5",
+        f"FCD {fcd_viar:.2f} vs bound {bound:.2f} (VAR {fcd_var:.2f}, floor {floor:.2f}); "
+        f"class consistency {acc_viar:.3f} vs {acc_var:.3f}", bool(fcd_ok and acc_ok),
+        detail=f"FCD part {'holds' if fcd_ok else 'fails'}; consistency part {'holds' if acc_ok else 'fails'}"))
+
+    # V3 knob works + convergence
+    one, mid = schedules["one"], schedules["mid"]
+    f1, f4, f8 = (_mean(q, viar_name, s, "fcd") for s in (one, mid, full))
+    order_ok = f1 > f4 >= f8 - floor
+    conv = convergence[(convergence["dataset"] == dataset) & (convergence["source"] == "sampling")]
+    finest = conv[(conv["scale"] == conv["scale"].max()) & (conv["t"] == 5)]
+    res5, cos5 = float(finest["rel_residual"].mean()), float(finest["cosine"].mean())
+    conv_ok = bool(res5 < 0.05 or cos5 > 0.98)
+    claims.append(Claim(
+        "V3_knob_works", f"FCD({one}) > FCD({mid}) ≥ FCD({full}) − floor; finest-scale residual at t=5 < 0.05 (or cos > 0.98)",
+        "cos-sim > 0.98 after 5 iterations, ≈0.999 after 10; fewer steps suffice",
+        f"FCD {f1:.2f} / {f4:.2f} / {f8:.2f} (floor {floor:.2f}); finest-scale residual(t=5) {res5:.4f}, cos {cos5:.4f}",
+        bool(order_ok and conv_ok),
+        detail=f"ordering {'holds' if order_ok else 'fails'}; convergence {'holds' if conv_ok else 'fails'}"))
+
+    # V4 constant training memory
+    mem = memory[memory["dataset"] == dataset]
+    by_n = mem[mem["sweep"] == "viar_nograd_iters"]
+    by_m = mem[mem["sweep"] == "viar_grad_iters"]
+    by_d = mem[mem["sweep"] == "var_depth"]
+    spread_n = float(by_n["saved_bytes"].max() / by_n["saved_bytes"].min() - 1) if len(by_n) else float("nan")
+    slope_m, r2_m = linear_r2(by_m["value"], by_m["saved_bytes"])
+    slope_d, r2_d = linear_r2(by_d["value"], by_d["saved_bytes"])
+    v4 = bool(spread_n <= 0.02 and slope_m > 0 and r2_m > 0.99 and slope_d > 0 and r2_d > 0.99)
+    claims.append(Claim(
+        "V4_constant_memory", "VIAR saved-activation bytes independent of no-grad iterations n (±2%), linear in m; "
+                              "VAR's linear in depth (R² > 0.99)",
+        "activation memory flat in equivalent depth (VIAR) vs linear (VAR); params+grads 2.87 vs 7.49 GB",
+        f"spread over n {spread_n:.2%}; m: slope {slope_m / 1e6:.2f} MB/iter R² {r2_m:.4f}; "
+        f"depth: slope {slope_d / 1e6:.2f} MB/block R² {r2_d:.4f}", v4))
+
+    # V5 compute control
+    dec = schedules["dec"]
+    tp = throughput[throughput["dataset"] == dataset]
+    tp_dec = float(tp[(tp["model"] == viar_name) & (tp["schedule"] == dec)]["images_per_second"].mean())
+    tp_full = float(tp[(tp["model"] == viar_name) & (tp["schedule"] == full)]["images_per_second"].mean())
+    speedup = tp_dec / tp_full
+    f_dec = _mean(q, viar_name, dec, "fcd")
+    increase = f_dec / f8 - 1
+    claims.append(Claim(
+        "V5_compute_control", f"{dec} gives ≥ 1.3× throughput over {full} with ≤ 15% FCD increase, no retraining",
+        "throughput 15.16 → 32.08 img/s, FID 2.16 → 2.43 (s4); Dec.(20,5) FID 2.18",
+        f"{speedup:.2f}× ({tp_dec:.1f} vs {tp_full:.1f} img/s); FCD {f_dec:.2f} vs {f8:.2f} ({increase:+.1%})",
+        bool(speedup >= 1.3 and increase <= 0.15)))
+
+    # V6 Pareto
+    pareto = pareto_domination(q, viar_name, [f"VAR-d{d}" for d in ladder])
+    wins = int(pareto["dominated"].sum()) if len(pareto) else 0
+    needed = min(3, len(pareto)) if len(pareto) else 3
+    claims.append(Claim(
+        "V6_pareto", "VIAR's FCD-vs-FLOPs curve (one training run, all schedules) at or below the VAR depth ladder "
+                     "for ≥ 3 of 4 FLOP budgets",
+        "VIAR consistently dominates VAR across quality–efficiency operating points",
+        f"dominates {wins}/{len(pareto)} budgets: " + ", ".join(
+            f"{r.var_model} {'✓' if r.dominated else '✗'}" for r in pareto.itertuples()),
+        bool(len(pareto) >= 4 and wins >= needed) if len(ladder) >= 4 else bool(wins >= needed),
+        detail="stretch claim (reported)"))
+    return claims

@@ -1,0 +1,89 @@
+"""Claim logic on hand-made result frames (known answers)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from assets.viar import benchmark
+
+SCHEDULES = {"one": "con1", "mid": "con4", "full": "con8", "dec": "dec8-2"}
+# (FCD, FLOPs/image) per VIAR schedule; VAR ladder: d2 (15, 14.0), d4 (28, 12.0), d6 (41, 11.0), d8 (54, 10.0)
+GOOD_VIAR = {"con1": (11.9, 20), "con4": (10.0, 50), "con8": (9.8, 90), "dec8-2": (10.5, 40)}
+
+
+def _quality(fcd_by, acc=0.95, seeds=(0, 1, 2)):
+    rows = []
+    for (model, schedule, flops), fcd in fcd_by.items():
+        for s in seeds:
+            rows.append({"dataset": "digits", "model": model, "kind": "var" if model.startswith("VAR") else "viar",
+                         "depth": 0, "schedule": schedule, "seed": s, "flops_per_image": flops, "fcd": fcd,
+                         "sfcd": 0.1, "kid": 0.0, "class_consistency": acc, "precision": 0.9, "recall": 0.6})
+    return pd.DataFrame(rows)
+
+
+def _frames(var_fcd=10.0, viar=None, n_bytes=(100, 100, 100), tp=(10.0, 20.0)):
+    viar = viar or GOOD_VIAR
+    fcd_by = {("VAR-d2", "explicit", 15): 14.0, ("VAR-d4", "explicit", 28): 12.0,
+              ("VAR-d6", "explicit", 41): 11.0, ("VAR-d8", "explicit", 54): var_fcd}
+    fcd_by.update({("VIAR-p1", s, f): v for s, (v, f) in viar.items()})
+    quality = _quality(fcd_by)
+    throughput = pd.DataFrame([{"dataset": "digits", "model": "VIAR-p1", "schedule": "con8", "images_per_second": tp[0]},
+                               {"dataset": "digits", "model": "VIAR-p1", "schedule": "dec8-2", "images_per_second": tp[1]}])
+    memory = pd.DataFrame(
+        [{"dataset": "digits", "sweep": "var_depth", "value": d, "saved_bytes": 1000 * d + 7} for d in (2, 4, 6, 8)]
+        + [{"dataset": "digits", "sweep": "viar_nograd_iters", "value": n, "saved_bytes": b}
+           for n, b in zip((0, 2, 4), n_bytes)]
+        + [{"dataset": "digits", "sweep": "viar_grad_iters", "value": m, "saved_bytes": 100 + 40 * m} for m in (1, 2, 3)])
+    conv = pd.DataFrame([{"dataset": "digits", "seed": 0, "source": "sampling", "scale": k, "t": t,
+                          "rel_residual": 0.5 ** (t + 1), "cosine": 1 - 0.5 ** (t + 3)}
+                         for k in range(4) for t in range(8)])
+    return quality, throughput, memory, conv
+
+
+def _claims(**kw):
+    q, tp, mem, conv = _frames(**kw)
+    params = {"viar": 40, "var": {8: 100}}
+    return {c.claim_id: c for c in benchmark.evaluate_claims("digits", q, tp, mem, conv, params, floor=2.0,
+                                                              claim_depth=8, viar_name="VIAR-p1", ladder=[2, 4, 6, 8],
+                                                              schedules=SCHEDULES)}
+
+
+def test_linear_r2_known_answers():
+    slope, r2 = benchmark.linear_r2([1, 2, 3, 4], [3, 5, 7, 9])
+    assert slope == pytest.approx(2.0) and r2 == pytest.approx(1.0)
+    assert benchmark.linear_r2([1, 2, 3, 4], [1, 3, 1, 3])[1] < 0.5
+
+
+def test_claims_hold_on_a_good_run():
+    claims = _claims()
+    assert all(c.holds for c in claims.values()), {k: c.measured_value for k, c in claims.items()}
+    assert "40.0%" in claims["V1_params"].measured_value
+
+
+def test_quality_parity_fails_beyond_the_bound():
+    # bound = 1.25 · 10 + 2 = 14.5
+    claims = _claims(viar={"con1": (30.0, 20), "con4": (15.0, 50), "con8": (14.6, 90), "dec8-2": (15.0, 45)})
+    assert not claims["V2_quality_parity"].holds
+    assert claims["V3_knob_works"].holds
+
+
+def test_memory_claim_fails_when_no_grad_iterations_cost_memory():
+    assert not _claims(n_bytes=(100, 110, 120))["V4_constant_memory"].holds
+    assert _claims(n_bytes=(100, 101, 100))["V4_constant_memory"].holds     # within 2%
+
+
+def test_compute_control_needs_speed_and_quality():
+    assert not _claims(tp=(10.0, 12.0))["V5_compute_control"].holds          # 1.2× only
+    worse = {**GOOD_VIAR, "dec8-2": (11.4, 40)}                               # +16% over con8
+    assert not _claims(viar=worse)["V5_compute_control"].holds               # +19% FCD
+
+
+def test_pareto_uses_only_affordable_viar_points():
+    q, *_ = _frames()
+    table = benchmark.pareto_domination(q, "VIAR-p1", ["VAR-d2", "VAR-d4", "VAR-d6", "VAR-d8"]).set_index("var_model")
+    assert table["dominated"].to_dict() == {"VAR-d2": False, "VAR-d4": True, "VAR-d6": True, "VAR-d8": True}
+    assert table["viar_schedule"].to_dict() == {"VAR-d2": "none affordable", "VAR-d4": "con1",
+                                                 "VAR-d6": "dec8-2", "VAR-d8": "con4"}
+    assert _claims()["V6_pareto"].holds
+    assert not _claims(viar={**GOOD_VIAR, "con1": (12.5, 20)})["V6_pareto"].holds      # d4 lost: 2 of 4
