@@ -13,7 +13,7 @@ import pandas as pd
 
 from assets.common.claims import Claim
 from assets.oscs import method as M
-from assets.oscs.streams import STATIONARY_SCENARIOS
+from assets.oscs.streams import SCENARIOS, STATIONARY_SCENARIOS, scenario_target_pi1
 
 METHODS = ("oscs", "oscs_newton", "fixed_threshold", "batch_lfdr", "oracle", "conformal_lord",
            "no_recursion")
@@ -129,6 +129,36 @@ def separation_table(scores: pd.DataFrame) -> pd.DataFrame:
             auc = float((below + 0.5 * ties).sum() / (benign.size * mal.size))
             rows.append({"detector": detector, "attack": attack, "auc": auc,
                          "median_malicious": float(np.median(mal)), "median_benign": float(np.median(benign))})
+    return pd.DataFrame(rows)
+
+
+def text_oracle_posterior(scores: pd.DataFrame, detector: str, scenario: str, stream_scores: np.ndarray,
+                      T: int) -> np.ndarray:
+    """B3 for text: labelled pool densities of this scenario's attacks and its true π1.
+
+    scores: detector_scores rows (detector, role, attack, score); stream_scores (T,).
+    """
+    spec = SCENARIOS[scenario]
+    attacks = spec.get("attacks") or (*spec["attacks_first"], *spec["attacks_second"])
+    own = scores[scores["detector"] == detector]
+    benign_pool = own[own["role"] == "stream"]["score"].to_numpy()
+    malicious = own[(own["role"] == "attack") & own["attack"].isin(attacks)]["score"].to_numpy()
+    return label_aware_posterior(stream_scores, benign_pool, malicious,
+                                           scenario_target_pi1(scenario, T))
+
+
+def stream_metrics(decisions: pd.DataFrame, burn_in: int, short_horizon: int) -> pd.DataFrame:
+    """Tidy rows (detector, scenario, seed, alpha, method, metric, value) per stream run."""
+    rows = []
+    for (detector, scenario, seed, alpha), run in decisions.groupby(["detector", "scenario", "seed", "alpha"]):
+        label = run["label"].to_numpy()
+        for method in METHODS:
+            metrics = outcome_metrics(run[method].to_numpy(), label, burn_in, short_horizon)
+            if f"{method}_pi0_hat" in run:
+                metrics["pi0_hat_final"] = float(run[f"{method}_pi0_hat"].iat[-1])
+                metrics["pi0_true"] = float(1 - label.mean())
+            rows += [{"detector": detector, "scenario": scenario, "seed": int(seed), "alpha": float(alpha),
+                      "method": method, "metric": k, "value": float(v)} for k, v in metrics.items()]
     return pd.DataFrame(rows)
 
 

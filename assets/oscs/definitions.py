@@ -191,7 +191,7 @@ def decisions(context: dg.AssetExecutionContext, streams: pd.DataFrame, benign_d
     frames, start = [], time.monotonic()
     for index, ((detector, scenario, seed), stream) in enumerate(groups, 1):
         calib = np.asarray(benign_density["detectors"][detector]["scores"])
-        m_true = _oracle_posterior(detector_scores, detector, scenario, stream["score"].to_numpy(),
+        m_true = benchmark.text_oracle_posterior(detector_scores, detector, scenario, stream["score"].to_numpy(),
                                    int(params["stream_length"]))
         for alpha in params["alphas"]:
             out = benchmark.decide_all(stream["score"].to_numpy(), calib, float(alpha), m_true, config)
@@ -207,18 +207,6 @@ def decisions(context: dg.AssetExecutionContext, streams: pd.DataFrame, benign_d
         context.log.info(f"[{index}/{len(groups)}] {detector}/{scenario}/seed {seed} done "
                          f"({elapsed:.0f} s, ~{elapsed / index * (len(groups) - index):.0f} s left)")
     return pd.concat(frames, ignore_index=True)
-
-
-def _oracle_posterior(scores: pd.DataFrame, detector: str, scenario: str, stream_scores: np.ndarray,
-                      T: int) -> np.ndarray:
-    """B3 for text: labelled pool densities of this scenario's attacks and its true π1."""
-    spec = streams.SCENARIOS[scenario]
-    attacks = spec.get("attacks") or (*spec["attacks_first"], *spec["attacks_second"])
-    own = scores[scores["detector"] == detector]
-    benign_pool = own[own["role"] == "stream"]["score"].to_numpy()
-    malicious = own[(own["role"] == "attack") & own["attack"].isin(attacks)]["score"].to_numpy()
-    return benchmark.label_aware_posterior(stream_scores, benign_pool, malicious,
-                                           streams.scenario_target_pi1(scenario, T))
 
 
 @dg.asset(key=key("gaussian_suite"), group_name=SLUG, kinds={"numpy"},
@@ -243,7 +231,7 @@ def benchmark_report(context: dg.AssetExecutionContext, decisions: pd.DataFrame,
                      gaussian_suite: pd.DataFrame, benign_density: dict, detector_scores: pd.DataFrame,
                      compute: ComputeResource, artifacts: ArtifactsResource) -> dict:
     params = compute.params(SLUG)
-    results = _stream_metrics(decisions, int(params["burn_in"]), int(params["short_horizon"]))
+    results = benchmark.stream_metrics(decisions, int(params["burn_in"]), int(params["short_horizon"]))
     claims = benchmark.evaluate_claims(results, gaussian_suite)
     for c in claims:
         context.log.info(f"claim {c.claim_id}: {'holds' if c.holds else 'DOES NOT HOLD'} — {c.measured_value}")
@@ -302,21 +290,6 @@ def benchmark_report(context: dg.AssetExecutionContext, decisions: pd.DataFrame,
                               dvc_metrics=dvc_metrics, thresholds_rows=thresholds)
     context.add_output_metadata(metadata)
     return claims_payload(claims, compute.profile)
-
-
-def _stream_metrics(decisions: pd.DataFrame, burn_in: int, short_horizon: int) -> pd.DataFrame:
-    """Tidy rows (detector, scenario, seed, alpha, method, metric, value) per stream run."""
-    rows = []
-    for (detector, scenario, seed, alpha), run in decisions.groupby(["detector", "scenario", "seed", "alpha"]):
-        label = run["label"].to_numpy()
-        for method in benchmark.METHODS:
-            metrics = benchmark.outcome_metrics(run[method].to_numpy(), label, burn_in, short_horizon)
-            if f"{method}_pi0_hat" in run:
-                metrics["pi0_hat_final"] = float(run[f"{method}_pi0_hat"].iat[-1])
-                metrics["pi0_true"] = float(1 - label.mean())
-            rows += [{"detector": detector, "scenario": scenario, "seed": int(seed), "alpha": float(alpha),
-                      "method": method, "metric": k, "value": float(v)} for k, v in metrics.items()]
-    return pd.DataFrame(rows)
 
 
 # ------------------------------------------------------------------------------ checks
