@@ -19,11 +19,12 @@ from assets.common.claims import Claim
 from assets.diffusion_w2 import empirical as EMP
 from assets.diffusion_w2 import method as M
 from assets.diffusion_w2.processes import GRIDS, Process, time_grid_frame
-from assets.diffusion_w2.targets import FAMILIES, build_target, has_family, mixture_problems
+from assets.diffusion_w2.targets import FAMILIES, build_target, has_family, mixture_arrays, mixture_problems
 
 CONFIG_COLS = ["target", "process", "sampler", "grid", "delta", "K"]
 GRID_COLS = ["process", "grid", "delta", "K"]
 CERTIFIED = ("gmm_sup", "lipschitz", "general")     # the pathwise surrogate is never a bound
+BACKENDS = ("numpy", "torch")
 
 
 # ------------------------------------------------------------------------------ inputs
@@ -36,16 +37,13 @@ def target_rows(specs: list[dict]) -> pd.DataFrame:
     for spec in specs:
         problems: list[str] = []
         if spec["kind"] in ("gmm", "gaussian"):
-            means = np.atleast_2d(np.asarray(spec["means"], dtype=float))
-            cov = (np.asarray(spec["cov"], dtype=float) if "cov" in spec
-                   else float(spec["std"]) ** 2 * np.eye(means.shape[1]))
-            weights = np.asarray(spec.get("weights", [1 / len(means)] * len(means)), dtype=float)
+            weights, means, cov = mixture_arrays(spec)
             problems = mixture_problems(weights, means, cov)
         row = {"target": spec["name"], "kind": spec["kind"], "problems": "; ".join(problems)}
         if not problems:
             row.update(build_target(spec).describe())
         else:
-            row.update({"dim": int(np.atleast_2d(spec["means"]).shape[1]),
+            row.update({"dim": int(means.shape[1]),
                         "weights": np.asarray(weights).tolist(), "means": means.tolist(),
                         "cov": np.atleast_2d(cov).tolist(), "n_components": len(means),
                         "lipschitz_L": float("nan"), "diameter_D": float("nan"), "radius_R": float("nan")})
@@ -126,14 +124,24 @@ def grids_by_key(frame: pd.DataFrame) -> dict[tuple, pd.DataFrame]:
 def run_configs(configs: pd.DataFrame, targets: dict, grids: dict[tuple, pd.DataFrame],
                 errors: dict[str, M.ErrorModel], n_particles: dict[int, int], ot_subsample: int,
                 ot_errors: list[str], seed_for: Callable[..., int], T: float,
-                log: Callable[[str], None] = lambda s: None) -> pd.DataFrame:
+                log: Callable[[str], None] = lambda s: None, backend: str = "numpy",
+                device: str = "cpu", dtype: str = "float64", projections: int = 128) -> pd.DataFrame:
     """Simulate every configuration × seed; one row per (configuration, seed, error model).
 
     Columns: CONFIG_COLS, seed, error_model, n, rms, rms_se, w2, w2_method, floor (W2 between
     two independent unperturbed runs, same estimator), path_lambda_min/max (K lists), wall_s
-    and sample_steps (particles × chains × steps of the run, repeated on each row).
-    W2 in d ≥ 2 uses OT on `ot_subsample` particles, for the error models in `ot_errors` only.
+    and sample_steps (particles × chains × steps of the run, repeated on each row), backend.
+    W2 (empirical.w2_method): sorting in 1-D; OT on `ot_subsample` particles in 2-D for the
+    error models in `ot_errors` only; in d > 2 the Gaussian moment-fit Bures distance (Gaussian
+    targets) or √d·sliced W2 over `projections` directions (a lower bound on W2), for all.
+    backend "numpy" (method.simulate_coupled) or "torch" (torch_backend, on `device`, `dtype`).
     """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend == "torch":
+        from assets.diffusion_w2 import torch_backend as TB
+
+        torch_dtype = TB.resolve_dtype(dtype)
     rows, start = [], time.monotonic()
     cache_key, cache_steps = None, None
     ordered = configs.sort_values(["target", "process", "grid", "delta", "K", "sampler"]).reset_index(drop=True)
@@ -142,28 +150,42 @@ def run_configs(configs: pd.DataFrame, targets: dict, grids: dict[tuple, pd.Data
         grid = grids[(cfg.process, cfg.grid, cfg.delta, cfg.K)]
         key = (cfg.target, cfg.process, cfg.grid, cfg.delta, cfg.K)
         if key != cache_key:                       # score tables shared by samplers and seeds
-            cache_key, cache_steps = key, M.step_functions(target, grid)
+            cache_key = key
+            cache_steps = (M.step_functions(target, grid) if backend == "numpy"
+                           else TB.TorchSteps(target, grid, device, torch_dtype))
         models = [errors[e] for e in cfg.errors]
         n = int(n_particles[target.dim])
+        method = EMP.w2_method(target, ot_subsample, projections)
+        directions = (EMP.sliced_directions(target.dim, projections, seed_for(cfg.target, "sliced"))
+                      if method.startswith("sliced") else None)
         for seed in range(int(cfg.seeds)):
+            run_seed = seed_for(*[getattr(cfg, c) for c in CONFIG_COLS], seed)
             t0 = time.monotonic()
-            out = M.simulate_coupled(target, grid, cfg.sampler, models, n,
-                                     seed_for(*[getattr(cfg, c) for c in CONFIG_COLS], seed),
-                                     steps=cache_steps, T=T, record_curvature=seed == 0)
-            measure_w2 = target.dim == 1
-            floor = EMP.w2_empirical(out["true"], out["replica"], ot_subsample)
+            if backend == "numpy":
+                out = M.simulate_coupled(target, grid, cfg.sampler, models, n, run_seed,
+                                         steps=cache_steps, T=T, record_curvature=seed == 0)
+                estimate = lambda x, y: EMP.w2_empirical(x, y, ot_subsample, directions, method)  # noqa: E731
+                rms_of = EMP.coupling_rms
+            else:
+                out = TB.simulate_coupled_torch(target, grid, cfg.sampler, models, n, run_seed, device,
+                                                torch_dtype, steps=cache_steps, T=T, record_curvature=seed == 0)
+                dirs = None if directions is None else TB._torch().as_tensor(directions, dtype=torch_dtype,
+                                                                              device=device)
+                estimate = lambda x, y: TB.w2_estimate(x, y, method, ot_subsample, dirs)  # noqa: E731
+                rms_of = TB.coupling_rms
+            measure_w2 = target.dim != 2
+            floor = estimate(out["true"], out["replica"])
             for e_index, model in enumerate(models):
-                delta = out["perturbed"][e_index] - out["true"]
-                rms, se = EMP.coupling_rms(delta)
-                w2 = (EMP.w2_empirical(out["true"], out["perturbed"][e_index], ot_subsample)
+                rms, se = rms_of(out["perturbed"][e_index] - out["true"])
+                w2 = (estimate(out["true"], out["perturbed"][e_index])
                       if measure_w2 or model.name in ot_errors else float("nan"))
                 rows.append({**{c: getattr(cfg, c) for c in CONFIG_COLS}, "seed": seed,
                              "error_model": model.name, "n": n, "rms": rms, "rms_se": se, "w2": w2,
-                             "w2_method": "sorted" if measure_w2 else f"ot_m{ot_subsample}",
-                             "floor": floor, "path_lambda_min": out["path_lambda_min"].tolist(),
+                             "w2_method": method, "floor": floor,
+                             "path_lambda_min": out["path_lambda_min"].tolist(),
                              "path_lambda_max": out["path_lambda_max"].tolist(),
                              "wall_s": time.monotonic() - t0,
-                             "sample_steps": float(n * (2 + len(models)) * cfg.K)})
+                             "sample_steps": float(n * (2 + len(models)) * cfg.K), "backend": backend})
         elapsed = time.monotonic() - start
         if index % 10 == 0 or index == len(ordered):
             log(f"[{index}/{len(ordered)}] {cfg.target}/{cfg.process}/{cfg.sampler}/{cfg.grid}/"
@@ -180,6 +202,50 @@ def axpy_floor(n_elements: int, repeats: int = 200) -> float:
     for _ in range(repeats):
         y += 0.5 * x
     return n_elements * repeats / (time.perf_counter() - t0)
+
+
+def backend_benchmark(cases: list[dict], targets: dict, processes: dict[str, Process],
+                      errors: dict[str, M.ErrorModel], seed: int, devices: list[str],
+                      dtype: str = "float64", repeats: int = 2,
+                      log: Callable[[str], None] = lambda s: None) -> pd.DataFrame:
+    """Throughput of the coupled chains per backend on identical configurations.
+
+    cases: [{target, process, sampler, grid, delta, K, n}] (all error models of `errors` are
+    run, no curvature recording). For each case: numpy on the CPU, then torch on every device
+    in `devices` (e.g. ["cpu"] or ["cpu", "cuda"]); the best of `repeats` timings (the first
+    torch call pays one-off start-up costs). One row per (case, backend, device) with
+    particle_steps_per_s = n·chains·K / wall, element_steps_per_s (× d) and the numpy axpy
+    floor on an array of n·chains·d float64 (the memory-bandwidth bound of one step's update).
+    """
+    from assets.diffusion_w2 import torch_backend as TB
+
+    rows = []
+    models = list(errors.values())
+    for case in cases:
+        target = targets[case["target"]]
+        grid = time_grid_frame(processes[case["process"]], case.get("grid", "uniform"),
+                               float(case.get("delta", 1e-3)), int(case["K"]))
+        n, K, d = int(case["n"]), int(case["K"]), target.dim
+        chains = 2 + len(models)
+        runners = [("numpy", "cpu", lambda: M.simulate_coupled(target, grid, case["sampler"], models, n, seed,
+                                                                 record_curvature=False))]
+        for device in devices:
+            steps = TB.TorchSteps(target, grid, device, TB.resolve_dtype(dtype))
+            runners.append(("torch", device, lambda device=device, steps=steps: TB.simulate_coupled_torch(
+                target, grid, case["sampler"], models, n, seed, device, TB.resolve_dtype(dtype), steps=steps,
+                record_curvature=False)))
+        floor = axpy_floor(n * chains * d)
+        for backend, device, fn in runners:
+            wall = min(TB.time_chain(fn, device)[1] for _ in range(repeats))
+            rate = n * chains * K / wall
+            rows.append({"target": case["target"], "dim": d, "process": case["process"], "sampler": case["sampler"],
+                         "K": K, "n": n, "chains": chains, "backend": backend, "device": device,
+                         "dtype": "float64" if backend == "numpy" else dtype, "wall_s": wall,
+                         "particle_steps_per_s": rate, "element_steps_per_s": rate * d,
+                         "axpy_elements_per_s": floor, "fraction_of_axpy": rate * d / floor})
+            log(f"backend benchmark {case['target']} (d={d}, n={n}, K={K}): {backend}/{device} "
+                f"{rate:.3g} particle-steps/s ({wall:.2f} s)")
+    return pd.DataFrame(rows)
 
 
 # ------------------------------------------------------------------------------ empirical

@@ -29,7 +29,7 @@ import pandas as pd
 from scipy.special import logsumexp
 
 from assets.diffusion_w2.processes import sampler_c
-from assets.diffusion_w2.targets import GaussianMixture, curvature_interval, has_family
+from assets.diffusion_w2.targets import GaussianMixture, curvature_interval, eig_extremes, has_family  # noqa: F401
 
 WINDOWS = ("all", "low_t", "high_t")        # all τ; τ ≤ 0.4T; τ ≥ 0.6T (forward time)
 SMALL_TIME = 0.05                           # "small times" τ ≤ 0.05T for the amplification diagnostics
@@ -72,17 +72,41 @@ class ErrorModel:
 
 @dataclass
 class StepFunctions:
-    """Per-step callables x (..., d) → score (..., d) and → Hessian (..., d, d) at τ_k."""
+    """Per-step callables at τ_k: x (..., d) → score (..., d), → Hessian (..., d, d) and →
+    (λ_min, λ_max) of the Hessian, two (...,) arrays."""
 
     scores: list[Callable[[np.ndarray], np.ndarray]]
     hessians: list[Callable[[np.ndarray], np.ndarray]]
+    extremes: list[Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]]
 
 
 def step_functions(target, grid: pd.DataFrame) -> StepFunctions:
     """Score/Hessian callables for every step of a grid (logistic: tabulated once here)."""
-    pairs = [(target.score_fn(a, s), target.hessian_fn(a, s))
-             for a, s in zip(grid["a"].to_numpy(), grid["sigma"].to_numpy())]
-    return StepFunctions([p[0] for p in pairs], [p[1] for p in pairs])
+    triples = [(target.score_fn(a, s), target.hessian_fn(a, s), target.extremes_fn(a, s))
+               for a, s in zip(grid["a"].to_numpy(), grid["sigma"].to_numpy())]
+    return StepFunctions(*(list(t) for t in zip(*triples)))
+
+
+@dataclass
+class ChainDraws:
+    """Every random draw of one coupled run, fixed in advance (to feed two backends the same
+    noise): init / init_replica (n, d): Y_T of the true (and perturbed) chains and of the
+    replica; brownian / brownian_replica (K, n, d): standard-normal ξ_k; errors (K, E, n, d):
+    standard-normal score-error draws z_k (e_k = mean + sd·z_k inside the window)."""
+
+    init: np.ndarray
+    init_replica: np.ndarray
+    brownian: np.ndarray
+    brownian_replica: np.ndarray
+    errors: np.ndarray
+
+    @classmethod
+    def draw(cls, target, grid: pd.DataFrame, n_errors: int, n: int, seed: int) -> "ChainDraws":
+        rng = np.random.default_rng(seed)
+        a0, s0, K, d = float(grid["a"].iat[0]), float(grid["sigma"].iat[0]), len(grid), target.dim
+        return cls(target.sample_marginal(n, a0, s0, rng), target.sample_marginal(n, a0, s0, rng),
+                   rng.standard_normal((K, n, d)), rng.standard_normal((K, n, d)),
+                   rng.standard_normal((K, n_errors, n, d)))
 
 
 def check_em_stability(target, grid: pd.DataFrame, sampler: str) -> None:
@@ -103,22 +127,9 @@ def check_em_stability(target, grid: pd.DataFrame, sampler: str) -> None:
             f"{factor[k]:.3f} < -1 (EM stability limit); increase K or refine the grid there")
 
 
-def eig_extremes(H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(λ_min, λ_max) of symmetric matrices H (..., d, d); closed form for d ≤ 2."""
-    d = H.shape[-1]
-    if d == 1:
-        return H[..., 0, 0], H[..., 0, 0]
-    if d == 2:
-        mid = 0.5 * (H[..., 0, 0] + H[..., 1, 1])
-        rad = np.sqrt(0.25 * (H[..., 0, 0] - H[..., 1, 1]) ** 2 + H[..., 0, 1] ** 2)
-        return mid - rad, mid + rad
-    eig = np.linalg.eigvalsh(H)
-    return eig[..., 0], eig[..., -1]
-
-
 def simulate_coupled(target, grid: pd.DataFrame, sampler: str, errors: list[ErrorModel], n: int,
                      seed: int, steps: StepFunctions | None = None, T: float = 1.0,
-                     record_curvature: bool = True) -> dict[str, np.ndarray]:
+                     record_curvature: bool = True, draws: ChainDraws | None = None) -> dict[str, np.ndarray]:
     """Run, on one reverse grid, the true-score chain, an independent replica of it and one
     perturbed chain per error model, all vectorised over n particles.
 
@@ -128,6 +139,7 @@ def simulate_coupled(target, grid: pd.DataFrame, sampler: str, errors: list[Erro
         true (n, d), replica (n, d), perturbed (E, n, d),
         path_lambda_min / path_lambda_max (K,): mean extreme Hessian eigenvalues along the
         true path (the pathwise surrogate's input; NaN when not recorded).
+    `draws` (optional) replaces the seeded generators by fixed draws (then `seed` is unused).
     """
     check_em_stability(target, grid, sampler)
     c = sampler_c(sampler)
@@ -137,8 +149,11 @@ def simulate_coupled(target, grid: pd.DataFrame, sampler: str, errors: list[Erro
                                                    for s in np.random.SeedSequence(seed).spawn(4))
     a0, s0 = float(grid["a"].iat[0]), float(grid["sigma"].iat[0])
     y = np.empty((2 + E, n, d))
-    y[0] = target.sample_marginal(n, a0, s0, init_rng)
-    y[1] = target.sample_marginal(n, a0, s0, replica_rng)
+    if draws is None:
+        y[0] = target.sample_marginal(n, a0, s0, init_rng)
+        y[1] = target.sample_marginal(n, a0, s0, replica_rng)
+    else:
+        y[0], y[1] = draws.init, draws.init_replica
     y[2:] = y[0]
     taus = grid["tau"].to_numpy()
     active = np.array([e.active(taus, T) for e in errors]).reshape(E, -1)
@@ -151,14 +166,18 @@ def simulate_coupled(target, grid: pd.DataFrame, sampler: str, errors: list[Erro
         score = steps.scores[k](y)
         if E:
             on = active[:, k].reshape(E, 1, 1)
-            score[2:] += on * (means + sds * error_rng.standard_normal((E, n, d)))
+            z = error_rng.standard_normal((E, n, d)) if draws is None else draws.errors[k]
+            score[2:] += on * (means + sds * z)
         if record_curvature:
-            low, high = eig_extremes(steps.hessians[k](y[0]))
+            low, high = steps.extremes[k](y[0])
             lam_min[k], lam_max[k] = low.mean(), high.mean()
         y += h * (alpha * y + c * gamma * score)
         if sampler == "sde":
-            noise[0] = noise_rng.standard_normal((n, d))
-            noise[1] = replica_rng.standard_normal((n, d))
+            if draws is None:
+                noise[0] = noise_rng.standard_normal((n, d))
+                noise[1] = replica_rng.standard_normal((n, d))
+            else:
+                noise[0], noise[1] = draws.brownian[k], draws.brownian_replica[k]
             noise[2:] = noise[0]
             y += np.sqrt(gamma * h) * noise
     return {"true": y[0], "replica": y[1], "perturbed": y[2:],

@@ -55,7 +55,10 @@ def delta_sweep(bounds: pd.DataFrame, targets: list[str], error_model: str, K: i
         ax.set_xlabel("early stopping δ")
         ax.set_title(f"{target} / {process} / SDE")
     axes[0].set_ylabel("log10 bound on coupling RMS")
-    axes[0].legend(fontsize=6)
+    if axes[0].get_legend_handles_labels()[0]:
+        axes[0].legend(fontsize=6)
+    else:
+        axes[0].text(0.5, 0.5, "no δ-sweep in this run", ha="center", va="center", transform=axes[0].transAxes)
     return fig
 
 

@@ -161,17 +161,65 @@ class GaussianMixture:
         second = np.einsum("...m,...md,...me->...de", w, g, g)
         return -V_inv + second - gbar[..., :, None] * gbar[..., None, :]
 
+    def spectrum_extremes(self, x: np.ndarray, a: float, sigma: float) -> tuple[np.ndarray, np.ndarray]:
+        """(λ_min, λ_max) of ∇² log p_τ(x) at every point, x: (..., d) → two (...,) arrays.
+
+        Same matrix as `hessian`, without forming it when d is large:
+        - one component: ∇² log p_τ = −V⁻¹ is constant: (−1/λmin(V), −1/λmax(V));
+        - isotropic, d ≥ M: ∇² log p_τ = −I/v + (a²/v²) Cov_w(μ) and Cov_w(μ) = UᵀU with
+          U_m = √w_m (μ_m − μ̄) (M × d) has rank ≤ M − 1 < d, so λ_min(Cov_w) = 0 and
+          λ_max(Cov_w) = λ_max(UUᵀ), an M × M Gram matrix;
+        - otherwise the eigenvalues of the full Hessian (closed form for d ≤ 2).
+        """
+        x = np.asarray(x, dtype=float)
+        shape = x.shape[:-1]
+        if len(self.weights) == 1:
+            eig = np.linalg.eigvalsh(a * a * self.cov + sigma * sigma * np.eye(self.dim))
+            return np.full(shape, -1 / eig[0]), np.full(shape, -1 / eig[-1])
+        if self.isotropic and self.dim >= len(self.weights):
+            v = a * a * self.cov[0, 0] + sigma * sigma
+            w, mbar = self._posterior_means(x, a, v)
+            w = np.stack(w, -1)                                              # (..., M)
+            centred = self.means - mbar[..., None, :]                        # (..., M, d)
+            gram = np.sqrt(w[..., :, None] * w[..., None, :]) * (centred @ np.swapaxes(centred, -1, -2))
+            top = np.linalg.eigvalsh(gram)[..., -1]
+            return np.full(shape, -1 / v), -1 / v + (a * a / (v * v)) * top
+        return eig_extremes(self.hessian(x, a, sigma))
+
     def score_fn(self, a: float, sigma: float) -> Callable[[np.ndarray], np.ndarray]:
         return lambda x: self.score(x, a, sigma)
 
     def hessian_fn(self, a: float, sigma: float) -> Callable[[np.ndarray], np.ndarray]:
         return lambda x: self.hessian(x, a, sigma)
 
+    def extremes_fn(self, a: float, sigma: float) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
+        return lambda x: self.spectrum_extremes(x, a, sigma)
+
     def describe(self) -> dict:
         return {"target": self.name, "kind": "gaussian" if len(self.weights) == 1 else "gmm",
                 "dim": self.dim, "n_components": len(self.weights),
                 "weights": self.weights.tolist(), "means": self.means.tolist(), "cov": self.cov.tolist(),
                 "lipschitz_L": self.lipschitz_L, "diameter_D": self.diameter, "radius_R": self.radius_R}
+
+
+def eig_extremes(H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(λ_min, λ_max) of symmetric matrices H (..., d, d); closed form for d ≤ 2."""
+    d = H.shape[-1]
+    if d == 1:
+        return H[..., 0, 0], H[..., 0, 0]
+    if d == 2:
+        mid = 0.5 * (H[..., 0, 0] + H[..., 1, 1])
+        rad = np.sqrt(0.25 * (H[..., 0, 0] - H[..., 1, 1]) ** 2 + H[..., 0, 1] ** 2)
+        return mid - rad, mid + rad
+    eig = np.linalg.eigvalsh(H)
+    return eig[..., 0], eig[..., -1]
+
+
+def hessian_extremes(target, x: np.ndarray, a: float, sigma: float) -> tuple[np.ndarray, np.ndarray]:
+    """(λ_min, λ_max) of ∇² log p_τ at points x (..., d), for any target."""
+    if isinstance(target, GaussianMixture):
+        return target.spectrum_extremes(x, a, sigma)
+    return eig_extremes(target.hessian(x, a, sigma))
 
 
 def mixture_problems(weights, means, cov) -> list[str]:
@@ -335,26 +383,58 @@ class Logistic1D:
         xs, _, h = self.table(a, sigma)
         return lambda x: np.interp(x[..., 0], xs, h)[..., None, None]
 
+    def extremes_fn(self, a: float, sigma: float) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
+        xs, _, h = self.table(a, sigma)
+
+        def extremes(x):
+            value = np.interp(x[..., 0], xs, h)
+            return value, value
+        return extremes
+
     def describe(self) -> dict:
         return {"target": self.name, "kind": "logistic", "dim": 1, "n_components": 0,
                 "weights": [], "means": [], "cov": [], "lipschitz_L": self.lipschitz_L,
                 "diameter_D": float("nan"), "radius_R": self.radius_R}
 
 
+def mixture_arrays(spec: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(weights (M,), means (M, d), cov (d, d)) of a gmm/gaussian spec, not validated.
+
+    means: list of M points; with `dim` > their length they are padded with zeros (modes in
+    the first coordinates of a d-dimensional space). Covariance, one of:
+      cov: explicit d × d matrix;  std: isotropic std² I;
+      cov_eigs: {min, max, seed}: Q diag(λ) Qᵀ with λ geometric from min to max and Q a
+      Haar-random rotation from numpy's default_rng(seed) (QR of a Gaussian matrix with the
+      sign fix) — a reproducible non-diagonal covariance for d too large to write out.
+    """
+    means = np.atleast_2d(np.asarray(spec["means"], dtype=float))
+    dim = int(spec.get("dim", means.shape[1]))
+    if dim > means.shape[1]:
+        means = np.concatenate([means, np.zeros((len(means), dim - means.shape[1]))], axis=1)
+    if "cov" in spec:
+        cov = np.asarray(spec["cov"], dtype=float)
+    elif "cov_eigs" in spec:
+        eigs = spec["cov_eigs"]
+        lam = np.geomspace(float(eigs["min"]), float(eigs["max"]), dim)
+        q, r = np.linalg.qr(np.random.default_rng(int(eigs["seed"])).standard_normal((dim, dim)))
+        q = q * np.sign(np.diag(r))
+        cov = (q * lam) @ q.T
+        cov = 0.5 * (cov + cov.T)
+    else:
+        cov = float(spec["std"]) ** 2 * np.eye(dim)
+    weights = np.asarray(spec.get("weights", [1.0 / len(means)] * len(means)), dtype=float)
+    return weights, means, cov
+
+
 def build_target(spec: dict):
-    """A target from its params.yaml spec: {kind: gmm|gaussian, weights, means, cov | std} or
-    {kind: logistic}. `std` is an isotropic shortcut (cov = std² I)."""
+    """A target from its params.yaml spec: {kind: gmm|gaussian, weights, means, cov | std |
+    cov_eigs, dim} (see mixture_arrays) or {kind: logistic}."""
     kind = spec["kind"]
     if kind == "logistic":
         return Logistic1D(spec["name"])
     if kind not in ("gmm", "gaussian"):
         raise ValueError(f"unknown target kind {kind!r}")
-    means = np.atleast_2d(np.asarray(spec["means"], dtype=float))
-    if "cov" in spec:
-        cov = np.asarray(spec["cov"], dtype=float)
-    else:
-        cov = float(spec["std"]) ** 2 * np.eye(means.shape[1])
-    weights = spec.get("weights", [1.0 / len(means)] * len(means))
+    weights, means, cov = mixture_arrays(spec)
     return GaussianMixture(spec["name"], weights, means, cov)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 
+import dagster as dg
 import numpy as np
 import pandas as pd
 import pytest
@@ -41,6 +42,7 @@ def _tiny(params):
     params["bound_sweep"] = {}
     params["hessian_check_points"] = 100
     params["hessian_check_taus"] = 2
+    params["perf_benchmark"] = []
 
 
 def _step_errors(result) -> str:
@@ -75,7 +77,7 @@ def test_non_pd_covariance_is_stopped(smoke_resources, monkeypatch):
     assert seen["checks"]["mixture_valid"] is False
     evaluation = [e for e in result.get_asset_check_evaluations() if e.check_name == "mixture_valid"][0]
     assert "gauss2d" in evaluation.description and "not positive definite" in evaluation.description
-    assert not DOWNSTREAM & seen["assets"]
+    assert not (DOWNSTREAM | {"diffusion_w2/dsb_backend_benchmark"}) & seen["assets"]
 
 
 def test_weights_not_summing_to_one_are_stopped(smoke_resources, monkeypatch):
@@ -157,6 +159,76 @@ def test_too_few_particles_are_stopped_by_the_noise_floor(smoke_resources, monke
     evaluation = [e for e in result.get_asset_check_evaluations() if e.check_name == "noise_floor_resolved"][0]
     assert not evaluation.passed and "run too small" in evaluation.description
     assert "diffusion_w2/dsb_validation_report" not in seen["assets"]
+
+
+def test_gpu_profile_group_runs_with_the_torch_backend_on_cpu(smoke_resources, data_dir, monkeypatch):
+    """The gpu block's code path (torch backend, 16-D/64-D targets, sliced and Gaussian-moment W2,
+    backend benchmark) through every asset and check, at tiny sizes on device "cpu"."""
+    from resources.compute import ComputeResource
+
+    def mutate(params):
+        assert params["backend"] == "torch"
+        params["experiments"] = {"v": {"targets": ["gauss1d", "gauss64d", "gmm16d", "gmm64d"],
+                                       "processes": ["vp"], "samplers": ["sde", "ode"], "grids": ["uniform"],
+                                       "deltas": [0.001], "Ks": [20], "errors": ["b1_s05_all", "z_s05_all"],
+                                       "seeds": 1}}
+        params["bound_sweep"] = {}
+        params["n_particles"] = {1: 2000, 2: 300, 16: 500, 64: 1500}
+        params["hessian_check_points"] = 200
+        params["hessian_check_taus"] = 2
+        params["perf_benchmark"] = [{"target": "gmm64d", "process": "vp", "sampler": "sde", "K": 5, "n": 200}]
+        params["claims"]["main_K"] = 20
+
+    _patch_params(monkeypatch, mutate)
+    resources = {**smoke_resources, "compute": ComputeResource(profile="gpu", device="cpu")}
+    # everything up to the report (the smoke test covers the report): assets + blocking checks
+    upstream = [a for a in dsb.assets if a.key != dsb.REPORT_KEY]
+    checks = [c for c in dsb.asset_checks if any(spec.blocking for spec in c.check_specs)]
+    result = dg.materialize([*upstream, *checks], resources=resources, raise_on_error=False)
+    seen = outcomes(result)
+    assert result.success and seen["assets"] == {a.key.to_user_string() for a in upstream}
+    assert seen["checks"] and all(seen["checks"].values()), seen["checks"]   # incl. validity: bounds ≥ RMS in 64-D
+    assert {"bounds_valid", "noise_floor_resolved", "hessian_bounds_hold"} <= set(seen["checks"])
+    evaluation = [e for e in result.get_asset_check_evaluations() if e.check_name == "noise_floor_resolved"][0]
+    assert evaluation.passed and evaluation.metadata["gated"].value == 4      # gauss1d, gauss64d × sde/ode
+    runs = pd.read_parquet(data_dir / "diffusion_w2" / "dsb_coupled_runs.parquet")
+    bounds = pd.read_parquet(data_dir / "diffusion_w2" / "dsb_bounds.parquet")
+    assert set(runs["backend"]) == {"torch"}
+    methods = runs.drop_duplicates("target").set_index("target")["w2_method"]
+    assert methods.to_dict() == {"gauss1d": "sorted", "gauss64d": "gauss_moments", "gmm16d": "sliced_lb_p256",
+                                 "gmm64d": "sliced_lb_p256"}
+    # the 64-D non-diagonal Gaussian: Monte-Carlo RMS and W2 against the analytic closed form
+    gauss = runs.merge(bounds, on=dsb_benchmark.CONFIG_COLS + ["error_model"]).query("target == 'gauss64d'")
+    assert len(gauss) == 4 and np.allclose(gauss["rms"], gauss["exact_rms"], rtol=0.05)
+    biased = gauss[gauss["error_model"] == "b1_s05_all"]
+    assert (np.abs(biased["w2"] - biased["exact_w2"]) <= np.maximum(0.03 * biased["exact_w2"], 2 * biased["floor"])).all()
+    bench = pd.read_parquet(data_dir / "diffusion_w2" / "dsb_backend_benchmark.parquet")
+    assert set(zip(bench["backend"], bench["device"])) == {("numpy", "cpu"), ("torch", "cpu")}
+
+
+def test_noise_floor_gate_reads_only_the_w2_a_claim_uses():
+    """Unresolved W2 of zero-mean / windowed errors or non-claim targets does not trip the gate;
+    an unresolved D1 row does, and an empty scope fails."""
+    base = {"process": "vp", "sampler": "sde", "grid": "uniform", "delta": 0.001, "K": 20, "w2_resolved": False}
+    rows = pd.DataFrame([
+        {**base, "target": "gauss1d", "error_model": "b1", "w2": 2.0, "floor": 0.02, "floor_ratio": 0.01,
+         "w2_claim": True},
+        {**base, "target": "gauss1d", "error_model": "z", "w2": 0.02, "floor": 0.02, "floor_ratio": 1.0,
+         "w2_claim": False},
+        {**base, "target": "gmm1d_sep", "error_model": "b1", "w2": 0.1, "floor": 0.3, "floor_ratio": 3.0,
+         "w2_claim": False}])
+    ok = dsb._noise_floor_resolved(rows)
+    assert ok.passed and "2 other W2 values reported, not gated" in ok.description
+    rows.loc[0, ["floor", "floor_ratio"]] = [0.25, 0.125]
+    bad = dsb._noise_floor_resolved(rows)
+    assert not bad.passed and "gauss1d/vp/sde/uniform/δ=0.001/K=20/b1" in bad.description
+    assert not dsb._noise_floor_resolved(rows.assign(w2_claim=False)).passed
+    errors = {"b1": dsb_benchmark.M.ErrorModel("b1", 1.0, 0.5), "z": dsb_benchmark.M.ErrorModel("z", 0.0, 0.5),
+              "low": dsb_benchmark.M.ErrorModel("low", 1.0, 1.0, "low_t")}
+    frame = pd.DataFrame({"target": ["gauss1d", "gauss1d", "gauss1d", "gmm1d_mild"],
+                          "error_model": ["b1", "z", "low", "b1"], "biased": [True, False, True, True],
+                          "w2": [1.0, 0.1, 0.5, 1.0]})
+    assert dsb_benchmark.w2_claim_scope(frame, errors, ["gauss1d"]).tolist() == [True, False, False, False]
 
 
 @pytest.mark.parametrize("profile", ["smoke", "cpu", "gpu"])
