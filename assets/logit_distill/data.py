@@ -144,3 +144,120 @@ def concept_independence_pvalue(labels: np.ndarray, concepts: np.ndarray) -> flo
     if table.shape[0] < 2 or table.shape[1] < 2:
         return float("nan")
     return float(chi2_contingency(table).pvalue)
+
+
+# ----------------------------------------------------------------------------- shapes
+SHAPES = ("disk", "square", "triangle_up", "triangle_down", "plus", "cross", "ring", "diamond",
+          "ellipse", "frame")
+# half-extent of a shape, as a fraction of the image side, per size tercile (the concept):
+# small / medium / large, with gaps between the bands so the concept is well defined.
+SIZE_BANDS = ((0.20, 0.26), (0.29, 0.35), (0.38, 0.44))
+
+
+def shape_mask(shape: str, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Inside-test of a unit shape in its own frame: u right, v down, both in units of the
+    half-extent (every shape fits the square |u|, |v| ≤ 1). Boolean array like u."""
+    a, b = np.abs(u), np.abs(v)
+    if shape == "disk":
+        return u ** 2 + v ** 2 <= 1.0
+    if shape == "square":
+        return np.maximum(a, b) <= 0.85
+    if shape == "triangle_up":                       # apex at v = −0.95, base at v = 0.8
+        return (v <= 0.8) & (a <= (v + 0.95) / 1.75)
+    if shape == "triangle_down":
+        return (v >= -0.8) & (a <= (0.95 - v) / 1.75)
+    if shape == "plus":
+        return ((a <= 0.3) & (b <= 1.0)) | ((b <= 0.3) & (a <= 1.0))
+    if shape == "cross":                             # the plus turned by 45°
+        p, q = np.abs(u + v) / np.sqrt(2), np.abs(u - v) / np.sqrt(2)
+        return ((p <= 0.28) & (q <= 1.0)) | ((q <= 0.28) & (p <= 1.0))
+    if shape == "ring":
+        r2 = u ** 2 + v ** 2
+        return (r2 <= 1.0) & (r2 >= 0.55 ** 2)
+    if shape == "diamond":
+        return a + b <= 1.0
+    if shape == "ellipse":
+        return u ** 2 + (v / 0.5) ** 2 <= 1.0
+    if shape == "frame":
+        m = np.maximum(a, b)
+        return (m <= 0.9) & (m >= 0.55)
+    raise ValueError(f"unknown shape {shape!r}; choose from {SHAPES}")
+
+
+def render_shapes(classes: np.ndarray, half_extent: np.ndarray, centre: np.ndarray, angle: np.ndarray,
+                  intensity: np.ndarray, image_size: int, supersample: int = 2,
+                  shapes: tuple[str, ...] = SHAPES, chunk: int = 2048) -> np.ndarray:
+    """Grey images (n, image_size, image_size) in [0, 1]: shape `shapes[classes[i]]` with
+    half-extent half_extent[i] [pixels], centre centre[i] = (row, col) [pixels], rotated by
+    angle[i] [radians], filled with intensity[i] on a 0 background. Anti-aliased by averaging
+    a supersample × supersample grid of sub-pixel samples per pixel."""
+    n = len(classes)
+    s = supersample
+    sub = (np.arange(image_size * s) + 0.5) / s                       # sub-pixel centres [pixels]
+    rows, cols = np.meshgrid(sub, sub, indexing="ij")
+    out = np.empty((n, image_size, image_size), dtype=np.float32)
+    for start in range(0, n, chunk):
+        sl = slice(start, min(n, start + chunk))
+        dy = (rows[None] - centre[sl, 0, None, None]) / half_extent[sl, None, None]
+        dx = (cols[None] - centre[sl, 1, None, None]) / half_extent[sl, None, None]
+        cos, sin = np.cos(angle[sl])[:, None, None], np.sin(angle[sl])[:, None, None]
+        u, v = cos * dx + sin * dy, -sin * dx + cos * dy                 # rotate into the shape frame
+        mask = np.zeros(u.shape, dtype=np.float32)
+        for c in np.unique(classes[sl]):
+            rows_c = np.flatnonzero(classes[sl] == c)
+            mask[rows_c] = shape_mask(shapes[c], u[rows_c], v[rows_c])
+        pooled = mask.reshape(len(mask), image_size, s, image_size, s).mean(axis=(2, 4))
+        out[sl] = pooled * intensity[sl, None, None]
+    return out
+
+
+def balanced_concepts(labels: np.ndarray, n_concepts: int, rng: np.random.Generator) -> np.ndarray:
+    """A concept value per row, drawn independently of the class: within every class the
+    values 0 … n_concepts−1 occur equally often (± 1) in a random order, so the class ×
+    concept table is flat and p(concept | class) = p(concept) by construction."""
+    out = np.empty(len(labels), dtype=np.int64)
+    for c in np.unique(labels):
+        idx = np.flatnonzero(labels == c)
+        out[idx] = rng.permutation(np.arange(len(idx)) % n_concepts)
+    return out
+
+
+def make_shapes_concept(per_class: int = 600, image_size: int = 28, n_classes: int = 10, seed: int = 0,
+                        max_rotation: float = np.pi / 12, intensity: tuple[float, float] = (0.6, 1.0),
+                        noise: float = 0.05, supersample: int = 2) -> pd.DataFrame:
+    """Procedural shapes with an independent size concept (offline, seeded).
+
+    class = the shape (first n_classes of SHAPES); concept = size tercile (0 small, 1 medium,
+    2 large), balanced within every class and drawn independently of it; nuisances drawn
+    independently of both: position (the shape stays inside the image), rotation
+    U(±max_rotation), fill intensity U(intensity), Gaussian pixel noise σ = noise; pixels
+    clipped to [0, 1]. Half-extent [pixels] = U(SIZE_BANDS[concept]) · image_size.
+    Split 50/25/25 stratified by class (every image its own group).
+    Columns: sample, x0 … x{S²−1} (row-major image), label, concept, group, size (half-extent
+    [pixels]), row, col (centre [pixels]), angle [rad], intensity, split.
+    """
+    if not 2 <= n_classes <= len(SHAPES):
+        raise ValueError(f"n_classes must be in 2 … {len(SHAPES)}, got {n_classes}")
+    rng = np.random.default_rng(seed)
+    labels = np.repeat(np.arange(n_classes, dtype=np.int64), per_class)
+    concept = balanced_concepts(labels, len(SIZE_BANDS), rng)
+    bands = np.asarray(SIZE_BANDS)[concept]
+    half = rng.uniform(bands[:, 0], bands[:, 1]) * image_size
+    margin = half + 0.5
+    centre = np.stack([rng.uniform(margin, image_size - margin) for _ in range(2)], axis=1)
+    angle = rng.uniform(-max_rotation, max_rotation, size=len(labels))
+    fill = rng.uniform(intensity[0], intensity[1], size=len(labels))
+    images = render_shapes(labels, half, centre, angle, fill, image_size, supersample,
+                           shapes=SHAPES[:n_classes])
+    images = np.clip(images + rng.normal(0.0, noise, size=images.shape), 0.0, 1.0).astype(np.float32)
+    frame = pd.DataFrame(images.reshape(len(images), -1), columns=[f"x{j}" for j in range(image_size ** 2)])
+    frame["label"] = labels
+    frame["concept"] = concept
+    frame["group"] = np.arange(len(frame), dtype=np.int64)
+    frame["size"] = half.astype(np.float32)
+    frame["row"], frame["col"] = centre[:, 0].astype(np.float32), centre[:, 1].astype(np.float32)
+    frame["angle"] = angle.astype(np.float32)
+    frame["intensity"] = fill.astype(np.float32)
+    frame["split"] = stratified_split(labels, frame["group"].to_numpy(), rng)
+    frame.insert(0, "sample", np.arange(len(frame), dtype=np.int64))
+    return frame

@@ -67,8 +67,13 @@ def kl_bound_on_d2_logit(kl: float, tau: float) -> float:
 
     ‖clr p − clr q‖ ≤ ‖log p − log q‖ ≤ ‖p − q‖₂/τ ≤ √(2 KL)/τ (projection, mean value
     theorem, Pinsker), then average over x.
+    Computed in float64 without raising: τ² underflows to 0 for τ < 1e-154 (a confident
+    teacher), and the bound is then +inf (0 when KL = 0).
     """
-    return float(2.0 * kl / tau ** 2) if tau > 0 else float("inf")
+    if kl <= 0:
+        return 0.0
+    with np.errstate(over="ignore", divide="ignore", under="ignore"):
+        return float(np.float64(2.0 * kl) / np.float64(max(tau, 0.0)) ** 2)
 
 
 # ----------------------------------------------------------------------------- d_rep

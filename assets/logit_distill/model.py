@@ -2,6 +2,8 @@
 
 Torch only (imported by the caller through compute.torch(seed) so threads and determinism
 are set); no Dagster. Shapes: N inputs of D features, k classes, d = representation dim.
+Two encoders f share the bias-free heads: an MLP (vectors) and a small CNN (images, passed
+flattened row-major as D = channels · image_size² features so every data path is the same).
 """
 from __future__ import annotations
 
@@ -18,10 +20,19 @@ from torch.nn import functional as F
 OBJECTIVES = ("kl", "l1", "l2", "ce")
 
 
+ENCODERS = ("mlp", "cnn")
+
+
 @dataclass(frozen=True)
 class ModelConfig:
-    """Architecture: MLP encoder D → hidden (×depth, ReLU, dropout) → rep_dim.
-    Heads are bias-free (a bias would leave the f(x)ᵀg(y) family)."""
+    """Architecture of the encoder f, then bias-free heads (a bias would leave the f(x)ᵀg(y)
+    family).
+
+    mlp: D → hidden (× depth, ReLU, dropout) → rep_dim.
+    cnn: (channels, image_size, image_size) → depth blocks of [3×3 conv, stride 2, ReLU] with
+         conv_width·2^b channels in block b → flatten → hidden (ReLU, dropout) → rep_dim.
+         Strided convolutions instead of max-pooling: deterministic backward on CUDA.
+    """
 
     input_dim: int
     rep_dim: int
@@ -30,6 +41,10 @@ class ModelConfig:
     hidden: int = 128
     depth: int = 3
     dropout: float = 0.1
+    encoder: str = "mlp"           # "mlp" | "cnn"
+    image_size: int = 0            # cnn only: side of the square input image [pixels]
+    channels: int = 1              # cnn only
+    conv_width: int = 16           # cnn only: channels of the first conv block
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -65,8 +80,10 @@ class EmbeddingNet(nn.Module):
         if config.rep_dim >= config.n_classes - 1:
             raise ValueError(f"representation dimension d={config.rep_dim} must be < "
                              f"number of classes − 1 = {config.n_classes - 1} (diversity condition)")
+        if config.encoder not in ENCODERS:
+            raise ValueError(f"unknown encoder {config.encoder!r}; choose one of {ENCODERS}")
         self.config = config
-        self.encoder = _mlp(config)
+        self.encoder = _mlp(config) if config.encoder == "mlp" else ConvEncoder(config)
         self.head = nn.Linear(config.rep_dim, config.n_classes, bias=False)
         nn.init.xavier_uniform_(self.head.weight)
         self.concept_head = None
@@ -88,6 +105,36 @@ def _mlp(config: ModelConfig) -> nn.Sequential:
         width = config.hidden
     layers.append(nn.Linear(width, config.rep_dim))
     return nn.Sequential(*layers)
+
+
+def conv_output_size(image_size: int, blocks: int) -> int:
+    """Side of the feature map after `blocks` 3×3 convs with stride 2 and padding 1."""
+    for _ in range(blocks):
+        image_size = (image_size - 1) // 2 + 1
+    return image_size
+
+
+class ConvEncoder(nn.Module):
+    """f for images: input (N, channels·S²) flattened row-major → (N, rep_dim)."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        if config.input_dim != config.channels * config.image_size ** 2 or config.image_size < 1:
+            raise ValueError(f"cnn encoder: input_dim {config.input_dim} ≠ channels {config.channels} × "
+                             f"image_size² {config.image_size}²")
+        self.shape = (config.channels, config.image_size, config.image_size)
+        layers, width = [], config.channels
+        for block in range(config.depth):
+            out = config.conv_width * 2 ** block
+            layers += [nn.Conv2d(width, out, kernel_size=3, stride=2, padding=1), nn.ReLU()]
+            width = out
+        self.features = nn.Sequential(*layers)
+        side = conv_output_size(config.image_size, config.depth)
+        self.project = nn.Sequential(nn.Flatten(), nn.Linear(width * side * side, config.hidden), nn.ReLU(),
+                                     nn.Dropout(config.dropout), nn.Linear(config.hidden, config.rep_dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.project(self.features(x.reshape(x.shape[0], *self.shape)))
 
 
 # ----------------------------------------------------------------------------- objectives
@@ -165,6 +212,45 @@ def train(model: EmbeddingNet, inputs: torch.Tensor, batch_loss: Callable[[Embed
     seconds = time.perf_counter() - start
     model.eval()
     return TrainResult(seconds, config.epochs * n / max(seconds, 1e-9), losses[-1] if losses else float("nan"), losses)
+
+
+def bare_loop(model: nn.Module, inputs: torch.Tensor, batch_loss: Callable[[nn.Module, torch.Tensor], torch.Tensor],
+              batch_size: int, epochs: int, lr: float, seed: int) -> float:
+    """The reference loop, nothing but randperm → slice → loss → zero_grad → backward → Adam
+    step at a constant lr; returns samples/s (N·epochs / seconds)."""
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    n = inputs.shape[0]
+    model.train()
+    start = time.perf_counter()
+    for _ in range(epochs):
+        order = torch.randperm(n, generator=generator).to(inputs.device)
+        for i in range(0, n, batch_size):
+            loss = batch_loss(model, order[i:i + batch_size])
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+    if inputs.device.type == "cuda":
+        torch.cuda.synchronize()
+    model.eval()
+    return epochs * n / max(time.perf_counter() - start, 1e-9)
+
+
+def loop_throughput(make_model: Callable[[], nn.Module], inputs: torch.Tensor,
+                    batch_loss: Callable[[nn.Module, torch.Tensor], torch.Tensor], config: TrainConfig,
+                    epochs: int, seed: int, repeats: int = 2) -> dict[str, float]:
+    """samples/s of `train` (our loop: schedule, loss bookkeeping) and of `bare_loop` on fresh
+    models from make_model(), the same inputs, loss and batch size, `epochs` epochs each;
+    interleaved `repeats` times, best of each (least disturbed by other processes).
+    Returns {"ours", "bare", "ratio" = ours / bare}."""
+    short = TrainConfig(**{**config.as_dict(), "epochs": epochs, "warmup_epochs": 0})
+    ours, bare = [], []
+    for _ in range(repeats):
+        torch.manual_seed(seed)
+        bare.append(bare_loop(make_model(), inputs, batch_loss, short.batch_size, epochs, short.lr, seed))
+        torch.manual_seed(seed)
+        ours.append(train(make_model(), inputs, batch_loss, short, seed).samples_per_second)
+    return {"ours": max(ours), "bare": max(bare), "ratio": max(ours) / max(bare)}
 
 
 @torch.no_grad()

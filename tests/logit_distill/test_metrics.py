@@ -57,6 +57,10 @@ def test_kl_bounds_logit_distance_only_through_tau():
     # a confident model makes the bound vacuous: τ tiny → bound astronomically larger than d²
     z = np.array([[30.0, 0.0, -30.0]])
     assert M.kl_bound_on_d2_logit(1e-3, M.min_probability(z)) > 1e20
+    # τ² underflows for τ < 1e-154 (a confident CNN teacher): +inf, not a ZeroDivisionError
+    assert M.kl_bound_on_d2_logit(1e-3, 1e-160) == np.inf
+    assert M.kl_bound_on_d2_logit(0.0, 1e-160) == 0.0
+    assert M.kl_bound_on_d2_logit(0.5, 0.5) == pytest.approx(4.0)
 
 
 def test_d_rep_vanishes_exactly_under_reparametrisation_and_not_under_a_label_swap():

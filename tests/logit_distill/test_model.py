@@ -8,6 +8,8 @@ import torch
 from assets.logit_distill import metrics as M
 from assets.logit_distill import model as net
 
+torch.set_num_threads(1)      # 2 shared cores: intra-op threads only thrash at these sizes
+
 
 def test_schedule_is_constant_factor_then_exponential():
     config = net.TrainConfig(epochs=30, lr=1e-3, gamma=0.9, warmup_epochs=20, warmup_factor=1e-3)
@@ -81,3 +83,98 @@ def test_training_learns_and_is_deterministic_given_the_seed():
 def test_non_finite_weights_are_named():
     state = {"a": torch.zeros(2), "b": torch.tensor([1.0, float("nan")]), "steps": torch.tensor(3)}
     assert net.state_dict_is_finite(state) == ["b"]
+
+
+# ----------------------------------------------------------------------------- CNN
+def _cnn_config(**overrides):
+    base = dict(input_dim=12 * 12, rep_dim=5, n_classes=10, n_concepts=3, hidden=16, depth=2, dropout=0.1,
+                encoder="cnn", image_size=12, conv_width=4)
+    return net.ModelConfig(**{**base, **overrides})
+
+
+def test_conv_output_size_known_answers():
+    assert net.conv_output_size(12, 2) == 3 and net.conv_output_size(32, 3) == 4
+    assert net.conv_output_size(28, 3) == 4 and net.conv_output_size(16, 2) == 4
+
+
+def test_cnn_has_a_d_dimensional_representation_and_the_bias_free_family():
+    torch.manual_seed(0)
+    model = net.EmbeddingNet(_cnn_config()).eval()
+    assert isinstance(model.encoder, net.ConvEncoder)
+    assert model.head.bias is None and model.concept_head.bias is None
+    x = torch.rand(7, 144)
+    f, logits, concept_logits = model(x)
+    assert f.shape == (7, 5) and logits.shape == (7, 10) and concept_logits.shape == (7, 3)
+    # p(y|x) ∝ exp(f(x)ᵀ g(y)): log p(y|x) − f(x)ᵀ g(y) is the same for every y (the log-partition)
+    log_p = torch.log_softmax(logits, dim=1)
+    gap = log_p - f @ model.head.weight.T
+    torch.testing.assert_close(gap, gap[:, :1].expand_as(gap))
+    # the image is read row-major: a flattened input and the (1, S, S) image give the same f
+    torch.testing.assert_close(model.encoder.project(model.encoder.features(x.reshape(7, 1, 12, 12))), f)
+    with pytest.raises(ValueError, match="input_dim"):
+        net.EmbeddingNet(_cnn_config(input_dim=100))
+    with pytest.raises(ValueError, match="representation dimension"):
+        net.EmbeddingNet(_cnn_config(rep_dim=9))
+    with pytest.raises(ValueError, match="unknown encoder"):
+        net.EmbeddingNet(_cnn_config(encoder="vit"))
+
+
+def test_cnn_checkpoint_round_trip_reproduces_logits(tmp_path, monkeypatch):
+    from assets.logit_distill import definitions as ld
+    from resources.artifacts import save_state_dict
+
+    torch.manual_seed(1)
+    model = net.EmbeddingNet(_cnn_config(n_concepts=0)).eval()
+    x = torch.rand(4, 144)
+    path = tmp_path / "student.pt"
+    save_state_dict(path, model.state_dict(), {"model_config": model.config.as_dict()})
+    rebuilt, sidecar = ld._rebuild(str(path))                  # weights_only load + config from JSON
+    assert rebuilt.config == model.config and sidecar["model_config"]["encoder"] == "cnn"
+    with torch.no_grad():
+        torch.testing.assert_close(rebuilt(x)[1], model(x)[1], rtol=0, atol=0)
+
+
+def test_cnn_learns_shapes_and_is_deterministic_given_the_seed():
+    from assets.logit_distill import data
+
+    frame = data.make_shapes_concept(per_class=40, image_size=12, n_classes=10, seed=0, noise=0.0)
+    x = torch.from_numpy(frame[data.input_columns(frame)].to_numpy(np.float32, copy=True))
+    y = torch.from_numpy(frame["label"].to_numpy(copy=True))
+
+    def fit():
+        torch.manual_seed(2)
+        model = net.EmbeddingNet(_cnn_config(n_concepts=0, conv_width=8, hidden=32, dropout=0.0))
+        result = net.train(model, x, lambda m, i: torch.nn.functional.cross_entropy(m(x[i])[1], y[i]),
+                           net.TrainConfig(epochs=25, batch_size=50, lr=1e-2, warmup_epochs=0), seed=2)
+        return model, result
+
+    model_a, result_a = fit()
+    model_b, _ = fit()
+    accuracy = float((model_a(x)[1].argmax(1) == y).float().mean())
+    assert accuracy > 0.6 and result_a.losses[-1] < 0.5 * result_a.losses[0]    # chance 0.1
+    for name, tensor in model_a.state_dict().items():
+        torch.testing.assert_close(tensor, model_b.state_dict()[name])
+
+
+def test_bare_loop_does_the_same_computation_as_our_loop():
+    """At a constant lr (no warm-up, γ = 1) the two loops visit the same batches in the same
+    order: identical weights — so their samples/s ratio measures loop overhead only."""
+    torch.manual_seed(0)
+    x = torch.rand(90, 144)
+    z = torch.randn(90, 10)
+
+    def loss(m, i):
+        return net.distillation_loss("l2", m(x[i])[1], z[i], None)
+
+    config = net.TrainConfig(epochs=2, batch_size=32, lr=1e-2, gamma=1.0, warmup_epochs=0)
+    torch.manual_seed(3)
+    ours = net.EmbeddingNet(_cnn_config(n_concepts=0, dropout=0.0))
+    net.train(ours, x, loss, config, seed=7)
+    torch.manual_seed(3)
+    bare = net.EmbeddingNet(_cnn_config(n_concepts=0, dropout=0.0))
+    samples_per_second = net.bare_loop(bare, x, loss, batch_size=32, epochs=2, lr=1e-2, seed=7)
+    for name, tensor in ours.state_dict().items():
+        torch.testing.assert_close(tensor, bare.state_dict()[name])
+    assert samples_per_second > 0
+    speed = net.loop_throughput(lambda: net.EmbeddingNet(_cnn_config(n_concepts=0)), x, loss, config, 1, seed=7)
+    assert speed["ratio"] == pytest.approx(speed["ours"] / speed["bare"]) and speed["bare"] > 0

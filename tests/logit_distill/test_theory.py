@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from assets.logit_distill import benchmark, theory
 
@@ -53,3 +54,36 @@ def test_tidy_keeps_nan_values_but_not_absent_metrics():
                             {"dataset": "b", "objective": "kl", "teacher_seed": 0, "seed": 1, "y": 2.0}])
     assert len(frame) == 2 and frame["value"].isna().sum() == 1
     assert isinstance(frame, pd.DataFrame)
+
+
+def _probe_metrics(dataset, l1, kl, ce):
+    rows = []
+    for seed, values in enumerate(zip(l1, kl, ce)):
+        for objective, value in zip(("l1", "kl", "ce"), values):
+            rows.append({"dataset": dataset, "objective": objective, "teacher_seed": 0, "seed": seed,
+                         "probe_accuracy": value})
+    return benchmark.tidy(rows)
+
+
+def test_concept_preservation_needs_four_of_five_seeds_and_the_ce_control():
+    good = _probe_metrics("shapes", [0.9] * 5, [0.5, 0.5, 0.5, 0.5, 0.95], [0.6] * 5)
+    holds, measured, _ = benchmark.concept_preservation(good, "shapes")
+    assert holds and "L1 beats KL on 4/5 seeds (need 4)" in measured
+    three = _probe_metrics("shapes", [0.9] * 5, [0.5, 0.5, 0.5, 0.95, 0.95], [0.6] * 5)
+    assert not benchmark.concept_preservation(three, "shapes")[0]
+    below_ce = _probe_metrics("shapes", [0.7] * 5, [0.5] * 5, [0.8] * 5)
+    assert not benchmark.concept_preservation(below_ce, "shapes")[0]
+    # the digits claim is the same criterion on the digits rows
+    digits = _probe_metrics("digits", [0.9] * 5, [0.5] * 5, [0.6] * 5)
+    assert benchmark._digits_claim(digits).holds and not benchmark._digits_claim(three).holds
+
+
+def test_throughput_summary_known_answer():
+    students = pd.DataFrame({
+        "dataset": ["d", "d"], "objective": ["kl", "kl"], "device": ["cpu", "cpu"],
+        "samples_per_second": [100.0, 300.0], "train_seconds": [2.0, 3.0], "step_seconds": [4.0, 4.0],
+        "save_seconds": [0.1, 0.3], "loop_samples_per_second": [50.0, np.nan],
+        "bare_samples_per_second": [100.0, np.nan]})
+    row = benchmark.throughput_summary(students).iloc[0]
+    assert row["samples_per_s"] == 200.0 and row["loop_vs_bare"] == 0.5
+    assert row["overhead_share"] == pytest.approx((0.5 + 0.25) / 2) and row["checkpoint_s"] == pytest.approx(0.2)
