@@ -2,8 +2,10 @@
 
 For each n, a homophilous BoW CSBM (average degree 10, F = 300) is generated, the energy split
 and EPS keep probabilities computed, and SPGCL trained full batch with EPS active from the
-first epoch (sparse propagation; the n×n similarity only inside the loss, in row chunks with
-activation checkpointing). After one warm-up epoch, `--epochs` epochs are timed.
+first epoch (sparse propagation; the n×n similarity only inside the loss, in row blocks
+recomputed in the backward above the chunk size). The `spgcl/training_scaling` asset
+measures the same at the profile's sizes with the torch profiler's peak.
+After one warm-up epoch, `--epochs` epochs are timed.
 
 Peak memory: on CUDA, torch.cuda.max_memory_allocated; on CPU each size runs in its own
 subprocess and reports its peak resident set size (ru_maxrss), which includes the Python

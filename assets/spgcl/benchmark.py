@@ -75,13 +75,13 @@ def collapse_stats(z: np.ndarray) -> dict[str, float]:
 
 
 def collapse_problems(s: dict[str, float], min_effective_rank: float = 5.0,
-                      max_mean_cosine: float = 0.95, min_std: float = 1e-4) -> list[str]:
+                      max_mean_cosine: float | None = 0.95, min_std: float = 1e-4) -> list[str]:
     """Violations of the no-collapse rule: some dim varies (std > min_std), mean pairwise
-    cosine < max_mean_cosine, effective rank > min_effective_rank."""
+    cosine < max_mean_cosine (None: not checked), effective rank > min_effective_rank."""
     problems = []
     if s["max_dim_std"] <= min_std:
         problems.append(f"every dim has std ≤ {min_std}")
-    if s["mean_pairwise_cosine"] >= max_mean_cosine:
+    if max_mean_cosine is not None and s["mean_pairwise_cosine"] >= max_mean_cosine:
         problems.append(f"mean pairwise cosine {s['mean_pairwise_cosine']:.3f} ≥ {max_mean_cosine}")
     if s["effective_rank"] <= min_effective_rank:
         problems.append(f"effective rank {s['effective_rank']:.2f} ≤ {min_effective_rank}")

@@ -2,8 +2,8 @@
 
 All propagation is sparse (Â as a torch sparse COO matrix, never a dense n×n adjacency); the
 only n×n object is the similarity matrix inside the contrastive losses, processed in row
-chunks (with activation checkpointing when n exceeds the chunk) so memory stays bounded as n
-grows.
+chunks (recomputed in the backward pass when n exceeds the chunk) so memory stays bounded
+as n grows.
 
 Shapes: x (n, F) float32; edge_index (2, E) int64 directed entries; z (n, D) embeddings.
 """
@@ -15,7 +15,6 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.utils.checkpoint import checkpoint
 
 
 # ----------------------------------------------------------------------------- graph ops
@@ -32,6 +31,14 @@ def normalized_adjacency(edge_index: torch.Tensor, n: int) -> torch.Tensor:
     values = inv_sqrt[src] * inv_sqrt[dst]
     return torch.sparse_coo_tensor(torch.stack([dst, src]), values, (n, n),
                                    check_invariants=False).coalesce()
+
+
+def inverted_dropout(x: torch.Tensor, p: float) -> torch.Tensor:
+    """Dropout as F.dropout (zero each entry with probability p, scale the rest by 1/(1 − p)),
+    drawn as uniform < 1 − p: the same distribution, about 2× faster than F.dropout's
+    bernoulli_ on CPU (measured at 2000 × 300)."""
+    keep = (torch.rand_like(x) >= p).to(x.dtype)
+    return x * keep * (1.0 / (1.0 - p))
 
 
 class GraphStack(nn.Module):
@@ -62,7 +69,8 @@ class GraphStack(nn.Module):
 
     def forward(self, x: torch.Tensor, adj: torch.Tensor | None = None) -> torch.Tensor:
         for lin, bias, act, norm in zip(self.linears, self.biases, self.acts, self.norms):
-            x = F.dropout(x, self.dropout, self.training)
+            if self.training and self.dropout > 0:
+                x = inverted_dropout(x, self.dropout)
             x = lin(x)
             if adj is not None:
                 x = torch.sparse.mm(adj, x)
@@ -184,35 +192,76 @@ def sample_kept_edges(edge_index: torch.Tensor, keep_prob: torch.Tensor,
 
 
 # ----------------------------------------------------------------------------- losses
-def _exp_sums(a: torch.Tensor, b: torch.Tensor, tau: float) -> tuple[torch.Tensor, torch.Tensor]:
-    sim = torch.exp((a @ b.T - 1.0) / tau)
-    return sim.sum(dim=1), sim.sum(dim=0)
+DEFAULT_CHUNK = 4096
+
+
+class _ExpSimilaritySums(torch.autograd.Function):
+    """Row and column sums of S = exp((a bᵀ − 1)/τ) with a hand-written backward.
+
+    Forward: one fused addmm (scale 1/τ, shift −1/τ) and an in-place exp per row block.
+    When the whole n_a × n_b block fits in one chunk it is kept for the backward; otherwise
+    each row block is recomputed there (O(chunk · n_b) memory instead of O(n_a · n_b)).
+
+    Backward, with G_ij = (ḡ^row_i + ḡ^col_j) S_ij / τ: ∇a = G b, ∇b = Gᵀ a. In the
+    symmetric case (b is a, only row sums used) G + Gᵀ = ((ḡ_i + ḡ_j) S_ij / τ) and
+    ∇a = (G + Gᵀ) a — one n×n×D product instead of two (autograd would do both).
+    """
+
+    @staticmethod
+    def forward(ctx, a, b, tau: float, chunk: int, symmetric: bool):
+        n_a = a.shape[0]
+        rows = torch.empty(n_a, device=a.device, dtype=a.dtype)
+        cols = torch.zeros(b.shape[0], device=a.device, dtype=a.dtype)
+        shift = torch.tensor(-1.0 / tau, device=a.device, dtype=a.dtype)
+        block = None
+        for start in range(0, n_a, chunk):
+            block = torch.addmm(shift, a[start:start + chunk], b.T, alpha=1.0 / tau).exp_()
+            rows[start:start + chunk] = block.sum(dim=1)
+            if not symmetric:
+                cols += block.sum(dim=0)
+        stored = block if n_a <= chunk else None
+        ctx.tau, ctx.chunk, ctx.symmetric, ctx.stored = tau, chunk, symmetric, stored
+        ctx.save_for_backward(a, b)
+        return rows, cols
+
+    @staticmethod
+    def backward(ctx, grad_rows, grad_cols):
+        a, b = ctx.saved_tensors
+        tau, chunk = ctx.tau, ctx.chunk
+        g_rows = grad_rows / tau
+        g_cols = g_rows if ctx.symmetric else grad_cols / tau
+        grad_a = torch.empty_like(a)
+        grad_b = None if ctx.symmetric else torch.zeros_like(b)
+        shift = torch.tensor(-1.0 / tau, device=a.device, dtype=a.dtype)
+        for start in range(0, a.shape[0], chunk):
+            part = a[start:start + chunk]
+            block = ctx.stored if ctx.stored is not None else \
+                torch.addmm(shift, part, b.T, alpha=1.0 / tau).exp_()
+            weights = (g_rows[start:start + chunk, None] + g_cols[None, :]) * block
+            grad_a[start:start + chunk] = weights @ b
+            if not ctx.symmetric:
+                grad_b += weights.T @ part
+        ctx.stored = None
+        return grad_a, grad_b, None, None, None
 
 
 def shifted_exp_sums(a: torch.Tensor, b: torch.Tensor, tau: float,
-                     chunk: int = 4096) -> tuple[torch.Tensor, torch.Tensor]:
+                     chunk: int = DEFAULT_CHUNK) -> tuple[torch.Tensor, torch.Tensor]:
     """Row and column sums of exp((a bᵀ − 1)/τ) for unit-norm rows, shapes (n_a,), (n_b,).
 
     The shift by 1/τ (the largest possible similarity) keeps every term ≤ 1, so no overflow.
-    Rows are processed in chunks; above one chunk each chunk is recomputed in the backward
-    pass (activation checkpointing), so peak memory is O(chunk · n_b), not O(n_a · n_b).
+    Rows are processed in blocks of `chunk`; above one block each block is recomputed in the
+    backward pass, so peak memory is O(chunk · n_b), not O(n_a · n_b). Passing the same
+    tensor as a and b takes the symmetric path (column sums are then not computed and are
+    returned as zeros: for b = a they equal the row sums).
     """
-    if a.shape[0] <= chunk:
-        return _exp_sums(a, b, tau)
-    rows, cols = [], torch.zeros(b.shape[0], device=a.device, dtype=a.dtype)
-    for start in range(0, a.shape[0], chunk):
-        part = a[start:start + chunk]
-        if torch.is_grad_enabled() and (part.requires_grad or b.requires_grad):
-            r, c = checkpoint(_exp_sums, part, b, tau, use_reentrant=False)
-        else:
-            r, c = _exp_sums(part, b, tau)
-        rows.append(r)
-        cols = cols + c
-    return torch.cat(rows), cols
+    symmetric = a is b
+    rows, cols = _ExpSimilaritySums.apply(a, b, float(tau), int(chunk), symmetric)
+    return rows, (rows if symmetric else cols)
 
 
 def neighbour_infonce(h: torch.Tensor, pos_edge_index: torch.Tensor, tau: float,
-                      chunk: int = 4096) -> torch.Tensor:
+                      chunk: int = DEFAULT_CHUNK) -> torch.Tensor:
     """SPGCL's loss, mean over nodes of
     L_i = −log[ Σ_{j∈P(i)} e^{h_i·h_j/τ} / Σ_j e^{h_i·h_j/τ} ],  P(i) = {i} ∪ {j : (i, j) ∈ pos}.
 
@@ -229,7 +278,7 @@ def neighbour_infonce(h: torch.Tensor, pos_edge_index: torch.Tensor, tau: float,
 
 
 def grace_loss(u: torch.Tensor, v: torch.Tensor, tau: float, positives: bool = True,
-               chunk: int = 4096) -> torch.Tensor:
+               chunk: int = DEFAULT_CHUNK) -> torch.Tensor:
     """GRACE's symmetric InfoNCE between two views (unit rows u, v of shape (n, D)):
     ℓ(u_i) = −log e^{θ(u_i,v_i)/τ} / (Σ_k e^{θ(u_i,v_k)/τ} + Σ_{k≠i} e^{θ(u_i,u_k)/τ}).
 

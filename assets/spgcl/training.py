@@ -210,6 +210,63 @@ def _train_bgrl(model, g, hp, opts, generator, log) -> list[float]:
     return losses
 
 
+# ----------------------------------------------------------------------------- batches of runs
+@dataclass
+class RunSpec:
+    """One training run (method × graph × seed). The graph is read from its npz file
+    (keys x, edge_index) inside whichever process trains it; high_mask (F,) bool and
+    keep_prob (E,) are SPGCL's annotations for that graph."""
+
+    method: str
+    graph_path: str
+    high_mask: np.ndarray
+    keep_prob: np.ndarray
+    hp: dict[str, Any]
+    run_seed: int
+    device: str = "cpu"
+    threads: int = 1
+    deterministic: bool = True
+
+
+def run_one(spec: RunSpec) -> dict[str, Any]:
+    """Train one run and return its CPU state_dict, loss curve, seconds and the first four
+    rows of its evaluation embedding (the fingerprint the reload check compares against)."""
+    torch.set_num_threads(int(spec.threads))
+    if spec.deterministic:
+        torch.use_deterministic_algorithms(True, warn_only=True)
+    with np.load(spec.graph_path, allow_pickle=False) as stored:
+        x, edge_index = stored["x"], stored["edge_index"]
+    g = GraphTensors.from_numpy(x, edge_index, spec.high_mask, spec.keep_prob, spec.device)
+    model, losses, seconds = train(spec.method, g, spec.hp, spec.run_seed)
+    z = embed(model, spec.method, g).cpu().numpy()
+    return {"state": {k: v.detach().cpu() for k, v in model.state_dict().items()}, "losses": losses,
+            "seconds": seconds, "z_fingerprint": z[:4].ravel().astype(float).tolist(), "z_dim": int(z.shape[1])}
+
+
+def run_many(specs: list[RunSpec], workers: int = 1,
+             on_done: Callable[[int, dict[str, Any]], None] = lambda i, r: None) -> list[dict[str, Any]]:
+    """Train every spec; workers > 1 trains them in that many spawned processes (one torch
+    thread each: independent runs use the cores better than intra-op threads on small
+    matrices). Each run is seeded by its own spec, so results do not depend on `workers`
+    or on the order of completion. on_done(index, result) is called as runs finish."""
+    results: list[dict[str, Any] | None] = [None] * len(specs)
+    if workers <= 1 or len(specs) <= 1:
+        for i, spec in enumerate(specs):
+            results[i] = run_one(spec)
+            on_done(i, results[i])
+        return results
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {pool.submit(run_one, spec): i for i, spec in enumerate(specs)}
+        for future in as_completed(futures):
+            i = futures[future]
+            results[i] = future.result()
+            on_done(i, results[i])
+    return results
+
+
 def non_learned_features(method: str, x: np.ndarray, edge_index: np.ndarray) -> np.ndarray:
     """The references without training: raw X, or SGC's Â²X."""
     from assets.spgcl.method import smooth_embeddings
@@ -226,7 +283,8 @@ def prealignment_diagnostics(x: np.ndarray, edge_index: np.ndarray, hp: dict[str
                              seed: int) -> list[dict[str, Any]]:
     """P1 at initialisation: one randomly initialised SPGCL encoder stack (eval mode), run once
     WITH propagation (GCN) and once WITHOUT (MLP, the same weights). Returns one row per
-    encoder: mean edge cosine of the outputs and their normalised Dirichlet energy; the input
+    encoder: mean edge cosine of the outputs and their normalised Dirichlet energy on the GCN's
+    normalized graph (L̃ = I − Â; and on I − D^{-1/2}AD^{-1/2} as a variant); the input
     X's values are given as the "input" row for reference."""
     from assets.spgcl import method as E
 
@@ -236,5 +294,6 @@ def prealignment_diagnostics(x: np.ndarray, edge_index: np.ndarray, hp: dict[str
                            float(hp["dropout"])).eval()
     outputs = {"gcn": encoder(g.x, g.adj).numpy(), "mlp": encoder(g.x, None).numpy(), "input": np.asarray(x)}
     return [{"encoder": name, "edge_cosine": E.mean_edge_cosine(z, edge_index),
-             "rayleigh_quotient": E.normalized_dirichlet_energy(z, edge_index)}
+             "rayleigh_quotient": E.normalized_dirichlet_energy(z, edge_index),
+             "rayleigh_quotient_no_self_loops": E.normalized_dirichlet_energy(z, edge_index, self_loops=False)}
             for name, z in outputs.items()]

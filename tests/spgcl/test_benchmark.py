@@ -93,3 +93,14 @@ def test_exact_threshold_is_not_lost_to_rounding():
                          ("gauss_hetero", "spgcl_wo_both"): list(100 * acc_b)})
     assert B.paired_comparison(probe, "gauss_hetero", "spgcl", "spgcl_wo_both")["diff"] < 2.0   # float rounding
     assert B.claim_hetero_gain(probe).holds
+
+
+def test_offset_embeddings_fail_only_the_cosine_criterion():
+    """A large common offset plus full-rank variation: mean pairwise cosine ≈ 1 (flagged by the
+    cosine criterion) although std and effective rank show no collapse."""
+    rng = np.random.default_rng(4)
+    z = 10.0 + rng.normal(size=(300, 16))
+    s = B.collapse_stats(z)
+    assert s["mean_pairwise_cosine"] > 0.95 and s["effective_rank"] > 12
+    assert any("mean pairwise cosine" in p for p in B.collapse_problems(s))
+    assert not B.collapse_problems(s, max_mean_cosine=None)

@@ -72,13 +72,31 @@ def test_normalized_dirichlet_energy_matches_dense_laplacian():
     n = len(g["y"])
     a = np.zeros((n, n))
     a[g["edge_index"][0], g["edge_index"][1]] = 1.0
+    z = np.random.default_rng(1).normal(size=(n, 7))
+    # the GCN's normalized graph: L̃ = I − D̃^{-1/2}(A + I)D̃^{-1/2}
+    a_tilde = a + np.eye(n)
+    inv = 1 / np.sqrt(a_tilde.sum(1))
+    lap_tilde = np.eye(n) - inv[:, None] * a_tilde * inv[None, :]
+    expected = np.trace(z.T @ lap_tilde @ z) / np.trace(z.T @ z)
+    assert E.normalized_dirichlet_energy(z, g["edge_index"]) == pytest.approx(expected)
+    assert 0.0 <= expected <= 2.0
+    # variant without self-loops: L = I − D^{-1/2} A D^{-1/2}
     d = a.sum(1)
     inv = np.where(d > 0, 1 / np.sqrt(np.maximum(d, 1)), 0)
     lap = np.eye(n) - inv[:, None] * a * inv[None, :]
-    z = np.random.default_rng(1).normal(size=(n, 7))
     expected = np.trace(z.T @ lap @ z) / np.trace(z.T @ z)
-    assert E.normalized_dirichlet_energy(z, g["edge_index"]) == pytest.approx(expected)
-    assert 0.0 <= expected <= 2.0
+    assert E.normalized_dirichlet_energy(z, g["edge_index"], self_loops=False) == pytest.approx(expected)
+
+
+def test_normalized_dirichlet_energy_known_answers():
+    """On a triangle (d̃ = 3, Â = J/3): constants have energy 0; a signal orthogonal to 1
+    lies in L̃'s eigenspace of eigenvalue 1 (Â z = 0), so its quotient is exactly 1."""
+    triangle = data.canonical_edges(np.array([0, 1, 2]), np.array([1, 2, 0]), 3)
+    assert E.normalized_dirichlet_energy(np.ones((3, 2)), triangle) == pytest.approx(0.0)
+    z = np.array([[1.0], [-1.0], [0.0]])
+    assert E.normalized_dirichlet_energy(z, triangle) == pytest.approx(1.0)
+    # without self-loops the same signal has L-eigenvalue 1 + 1/2 (A z = −z, d = 2)
+    assert E.normalized_dirichlet_energy(z, triangle, self_loops=False) == pytest.approx(1.5)
 
 
 def test_mean_edge_cosine_hand_checked():

@@ -149,3 +149,34 @@ def test_training_is_deterministic_and_lowers_the_loss():
     assert l1 == l2
     assert torch.equal(T.embed(m1, "spgcl", tensors), T.embed(m2, "spgcl", tensors))
     assert l1[-1] < l1[0]
+
+
+@pytest.mark.parametrize("chunk", [4096, 5])
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_exp_similarity_sums_values_and_gradients_match_autograd(chunk, symmetric):
+    """The hand-written backward (stored block or recomputed row blocks; symmetric shortcut)
+    equals autograd through the dense formula, and passes torch.autograd.gradcheck."""
+    torch.manual_seed(3)
+    tau = 0.6
+    a = torch.nn.functional.normalize(torch.randn(13, 4, dtype=torch.float64), dim=1).requires_grad_()
+    b = a if symmetric else torch.nn.functional.normalize(torch.randn(11, 4, dtype=torch.float64), dim=1).requires_grad_()
+    w_rows, w_cols = torch.randn(13, dtype=torch.float64), torch.randn(b.shape[0], dtype=torch.float64)
+    rows, cols = M.shifted_exp_sums(a, b, tau, chunk)
+    dense = torch.exp((a @ b.T - 1.0) / tau)
+    assert torch.allclose(rows, dense.sum(1)) and torch.allclose(cols, dense.sum(0))
+    inputs = (a,) if symmetric else (a, b)
+    got = torch.autograd.grad((rows * w_rows).sum() + (cols * w_cols).sum(), inputs)
+    want = torch.autograd.grad((dense.sum(1) * w_rows).sum() + (dense.sum(0) * w_cols).sum(), inputs)
+    for g1, g2 in zip(got, want):
+        assert torch.allclose(g1, g2, atol=1e-12)
+    if not symmetric:
+        assert torch.autograd.gradcheck(lambda x, y: M.shifted_exp_sums(x, y, tau, chunk), (a, b))
+
+
+def test_inverted_dropout_keeps_the_expectation_and_drop_rate():
+    torch.manual_seed(0)
+    x = torch.ones(200, 500)
+    y = M.inverted_dropout(x, 0.3)
+    assert (y == 0).float().mean().item() == pytest.approx(0.3, abs=0.01)
+    assert torch.allclose(torch.unique(y), torch.tensor([0.0, 1 / 0.7]))
+    assert y.mean().item() == pytest.approx(1.0, abs=0.02)
