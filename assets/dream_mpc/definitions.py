@@ -64,6 +64,27 @@ def _torch(compute: ComputeResource, *keys):
     return torch
 
 
+def _threads(compute: ComputeResource) -> int:
+    return max(1, min(compute.threads, int(_params(compute).get("torch_threads", compute.threads))))
+
+
+def _workers(compute: ComputeResource, jobs: int) -> int:
+    """Worker processes for independent runs/cells (params `workers`, default 1 = in process).
+    On a GPU everything stays in this process (one device, no CUDA in forked workers)."""
+    if compute.resolved_device() != "cpu":
+        return 1
+    return max(1, min(int(_params(compute).get("workers", 1)), jobs))
+
+
+def _pool_imap(fn, jobs: list, workers: int):
+    """fn over jobs in `workers` spawned processes, results in job order (deterministic: each
+    job seeds its own generators, so the result does not depend on the process that ran it)."""
+    import multiprocessing as mp
+
+    with mp.get_context("spawn").Pool(workers, maxtasksperchild=None) as pool:
+        yield from pool.imap(fn, jobs)
+
+
 def _device_note(compute: ComputeResource) -> dict:
     return {"device": compute.resolved_device(), **compute.describe()}
 
@@ -94,7 +115,8 @@ def replay_buffer(context: dg.AssetExecutionContext, env_catalog: dict, compute:
                   artifacts: ArtifactsResource) -> pd.DataFrame:
     params = _params(compute)
     tp = params["training"]
-    frames = []
+    frames, jobs = [], []
+    _torch(compute, "train")
     for spec_dict in env_catalog["tasks"]:
         spec = envs.TaskSpec(**spec_dict)
         if tp["decisions"] % spec.decisions_per_episode:
@@ -102,27 +124,38 @@ def replay_buffer(context: dg.AssetExecutionContext, env_catalog: dict, compute:
                              f"{spec.decisions_per_episode} decisions on {spec.task}")
         for seed in params["seeds"]:
             seed = int(seed)
-            torch = _torch(compute, "train", spec.task, seed)
             cfg = T.TrainConfig(decisions=int(tp["decisions"]), seed_decisions=int(tp["seed_decisions"]),
                                 pretrain_updates=int(tp["pretrain_updates"]), batch_size=int(tp["batch_size"]),
                                 collect_with=str(tp["collect_with"]), heldout_episodes=int(tp["heldout_episodes"]),
-                                eval_episodes=len(tp["eval_seeds"]))
-            out = T.train_online(spec, _model_config(spec_dict, params), cfg,
-                                 seed=compute.seed_for(SLUG, "train", spec.task, seed),
-                                 eval_seeds=[int(s) for s in tp["eval_seeds"]], log=context.log.info)
-            context.log.info(f"{spec.task} seed {seed}: {out['timing']['updates']} updates in "
-                             f"{out['timing']['seconds']:.0f} s ({out['timing']['env_steps_per_s']:.0f} env steps/s)")
-            for frac, state in out["snapshots"].items():
-                budget = BUDGET_NAMES[frac]
-                path = artifacts.checkpoint_path(SLUG, _checkpoint_name(spec.task, seed, budget))
-                save_state_dict(path, state, {
-                    "task": spec.task, "seed": seed, "budget": budget, "fraction": frac,
-                    "model_config": _model_config(spec_dict, params).to_dict(), "task_spec": spec_dict,
-                    "policy_eval_returns": out["evals"][frac], "random_eval_returns": out["evals"]["random"],
-                    "timing": out["timing"], "curve": out["curve"],
-                    **_device_note(compute), **provenance(SLUG, compute.profile)})
-            frames.append(_episodes_frame(out["episodes"], spec.task, seed))
-            del torch
+                                eval_episodes=len(tp["eval_seeds"]),
+                                updates_per_decision=int(tp.get("updates_per_decision", 1)),
+                                collect_mppi_samples=int(tp.get("collect_mppi_samples", 256)),
+                                collect_mppi_iterations=int(tp.get("collect_mppi_iterations", 4)),
+                                planner_noise=bool(tp.get("planner_noise", True)))
+            jobs.append((spec, spec_dict, seed, dict(
+                spec=spec, model_cfg=_model_config(spec_dict, params), cfg=cfg,
+                seed=compute.seed_for(SLUG, "train", spec.task, seed),
+                eval_seeds=[int(s) for s in tp["eval_seeds"]], device=compute.resolved_device())))
+    workers = _workers(compute, len(jobs))
+    context.log.info(f"training {len(jobs)} runs (task × seed) on {workers} worker process(es), "
+                     f"device {compute.resolved_device()}")
+    if workers == 1:
+        results = (T.train_online(**kw, log=context.log.info) for _, _, _, kw in jobs)
+    else:
+        results = _pool_imap(T.train_job, [{**kw, "torch_threads": _threads(compute)} for *_, kw in jobs], workers)
+    for (spec, spec_dict, seed, _), out in zip(jobs, results):
+        context.log.info(f"{spec.task} seed {seed}: {out['timing']['updates']} updates in "
+                         f"{out['timing']['seconds']:.0f} s ({out['timing']['env_steps_per_s']:.0f} env steps/s)")
+        for frac, state in out["snapshots"].items():
+            budget = BUDGET_NAMES[frac]
+            path = artifacts.checkpoint_path(SLUG, _checkpoint_name(spec.task, seed, budget))
+            save_state_dict(path, state, {
+                "task": spec.task, "seed": seed, "budget": budget, "fraction": frac,
+                "model_config": _model_config(spec_dict, params).to_dict(), "task_spec": spec_dict,
+                "policy_eval_returns": out["evals"][frac], "random_eval_returns": out["evals"]["random"],
+                "timing": out["timing"], "curve": out["curve"],
+                **_device_note(compute), **provenance(SLUG, compute.profile)})
+        frames.append(_episodes_frame(out["episodes"], spec.task, seed))
     frame = pd.concat(frames, ignore_index=True)
     context.add_output_metadata({"transitions": len(frame),
                                  "per_split": dg.MetadataValue.json(frame["split"].value_counts().to_dict())})
@@ -165,7 +198,7 @@ def world_model(context: dg.AssetExecutionContext, env_catalog: dict, replay_buf
                 raise ValueError(f"no held-out transitions for {task} seed {seed}")
             for budget in BUDGET_NAMES.values():
                 path = artifacts.checkpoint_path(SLUG, _checkpoint_name(task, seed, budget))
-                model, sidecar = load_model(data_ref(path), spec_dict)
+                model, sidecar = load_model(data_ref(path), spec_dict, compute.resolved_device())
                 metrics = heldout_metrics(model, held, spec_dict, torch)
                 policy_return = float(np.mean(sidecar["policy_eval_returns"]))
                 random_return = float(np.mean(sidecar["random_eval_returns"]))
@@ -189,16 +222,16 @@ def world_model(context: dg.AssetExecutionContext, env_catalog: dict, replay_buf
     return {"checkpoints": entries, "curves": curves}
 
 
-def load_model(ref: str, spec: dict):
-    """Frozen WorldModel from a checkpoint reference; clear errors for a corrupt file or a
-    checkpoint whose dimensions do not match the environment."""
+def load_model(ref: str, spec: dict, device: str = "cpu"):
+    """Frozen WorldModel on `device` (compute.resolved_device()) from a checkpoint reference;
+    clear errors for a corrupt file or a checkpoint whose dimensions do not match the environment."""
     path = resolve_data_ref(ref)
     try:
         state, sidecar = load_state_dict(path)
     except Exception as exc:  # md5 mismatch, truncated file, unreadable sidecar
         raise ValueError(f"corrupt or unreadable checkpoint {ref}: {exc}") from exc
     cfg = M.ModelConfig(**sidecar["model_config"])
-    model = M.model_from_state(state, cfg)
+    model = M.model_from_state(state, cfg, device)
     evaluation.check_compatible(model, envs.TaskSpec(**spec))
     return model, sidecar
 
@@ -206,10 +239,11 @@ def load_model(ref: str, spec: dict):
 def heldout_metrics(model: M.WorldModel, held: pd.DataFrame, spec: dict, torch) -> dict:
     """1-step latent consistency MSE, reward MSE (per control step, i.e. / action_repeat),
     Q ensemble statistics (expected values of the 5 heads) on held-out transitions."""
-    obs = torch.as_tensor(_stack(held["obs"]), dtype=torch.float32)
-    nxt = torch.as_tensor(_stack(held["next_obs"]), dtype=torch.float32)
-    act = torch.as_tensor(_stack(held["action"]), dtype=torch.float32)
-    rew = torch.as_tensor(held["reward"].to_numpy(), dtype=torch.float32).unsqueeze(-1)
+    device = M.model_device(model)
+    obs = torch.as_tensor(_stack(held["obs"]), dtype=torch.float32, device=device)
+    nxt = torch.as_tensor(_stack(held["next_obs"]), dtype=torch.float32, device=device)
+    act = torch.as_tensor(_stack(held["action"]), dtype=torch.float32, device=device)
+    rew = torch.as_tensor(held["reward"].to_numpy(), dtype=torch.float32, device=device).unsqueeze(-1)
     ar = float(spec["action_repeat"])
     with torch.no_grad():
         z, z_next = model.encode(obs), model.encode(nxt)
@@ -263,16 +297,21 @@ def eval_episodes(context: dg.AssetExecutionContext, env_catalog: dict, world_mo
     ep = params["evaluation"]
     _torch(compute, "eval")
     specs = {s["task"]: s for s in env_catalog["tasks"]}
+    device = compute.resolved_device()
     jobs = _evaluation_grid(world_model, planner_configs, ep)
     frames, step_frames = [], []
     start = time.monotonic()
-    for index, (entry, cfg_dict, episode_seeds) in enumerate(jobs, 1):
-        spec = envs.TaskSpec(**specs[entry["task"]])
-        model, _ = load_model(entry["checkpoint"], specs[entry["task"]])
+    cells = [{"loader": load_model, "ref": entry["checkpoint"], "spec": specs[entry["task"]], "planner": cfg_dict,
+              "episode_seeds": episode_seeds, "device": device, "torch_threads": _threads(compute),
+              "generator_seed": compute.seed_for(SLUG, "plan", entry["task"], entry["seed"], entry["budget"],
+                                                 cfg_dict["name"])}
+             for entry, cfg_dict, episode_seeds in jobs]
+    workers = _workers(compute, len(cells))
+    context.log.info(f"{len(cells)} evaluation cells on {workers} worker process(es), device {device}")
+    results = (map(evaluation.evaluate_cell, cells) if workers == 1
+               else _pool_imap(evaluation.evaluate_cell, cells, workers))
+    for index, ((entry, cfg_dict, episode_seeds), (episodes, steps)) in enumerate(zip(jobs, results), 1):
         cfg = P.PlannerConfig(**cfg_dict)
-        episodes, steps = evaluation.run_episodes(
-            model, spec, cfg, episode_seeds,
-            generator_seed=compute.seed_for(SLUG, "plan", entry["task"], entry["seed"], entry["budget"], cfg.name))
         dims = {"task": entry["task"], "seed": entry["seed"], "budget": entry["budget"], "planner": cfg.name}
         summary = steps.groupby("episode_seed").agg(
             opt_evals_min=("optimisation_evaluations", "min"), opt_evals_max=("optimisation_evaluations", "max"),
@@ -317,18 +356,19 @@ def planner_microbench(context: dg.AssetExecutionContext, env_catalog: dict, wor
     mb = params["microbench"]
     torch = _torch(compute, "microbench")
     specs = {s["task"]: s for s in env_catalog["tasks"]}
+    device = compute.resolved_device()
     start = time.monotonic()
     frozen, latency = [], []
     for entry in world_model["checkpoints"]:
         if entry["budget"] != "strong" or entry["seed"] != int(params["seeds"][0]):
             continue
-        model, _ = load_model(entry["checkpoint"], specs[entry["task"]])
+        model, _ = load_model(entry["checkpoint"], specs[entry["task"]], device)
         held = replay_buffer[(replay_buffer["task"] == entry["task"]) & (replay_buffer["seed"] == entry["seed"])
                              & (replay_buffer["split"] == "heldout")]
         rng = compute.rng(SLUG, "microbench", entry["task"])
         rows = rng.choice(len(held), size=min(int(mb["start_states"]), len(held)), replace=False)
         with torch.no_grad():
-            z = model.encode(torch.as_tensor(_stack(held["obs"].iloc[rows]), dtype=torch.float32))
+            z = model.encode(torch.as_tensor(_stack(held["obs"].iloc[rows]), dtype=torch.float32, device=device))
         base = [P.PlannerConfig(**c) for c in planner_configs["per_task"][entry["task"]]]
         act_dim = int(specs[entry["task"]]["act_dim"])
         frozen.append(microbench.frozen_model_benchmark(model, base, z, act_dim, seed=int(mb["seed"]))
@@ -391,14 +431,15 @@ def benchmark_report(context: dg.AssetExecutionContext, eval_episodes: pd.DataFr
         f"training seeds {params['seeds']}, episodes of {params['time_limit_steps']} control steps with action repeat "
         f"{params['action_repeat']} (normalised score = return / {params['time_limit_steps']}). Online TD-MPC2-lite: "
         f"{tp['decisions']} decisions per run ({tp['decisions'] * params['action_repeat']} env steps), "
-        f"{tp['seed_decisions']} random, {tp['pretrain_updates']} pretraining updates then 1 update per decision, "
-        f"batch {tp['batch_size']}, data collected by the {tp['collect_with']}; model latent "
+        f"{tp['seed_decisions']} random, {tp['pretrain_updates']} pretraining updates then {tp.get('updates_per_decision', 1)} update(s) per decision, "
+        f"batch {tp['batch_size']}, {_collector_text(tp)}; model latent "
         f"{params['model']['latent_dim']}, mlp {params['model']['mlp_dim']}, {params['model']['activation']} "
         f"activations. Evaluation: {ep['episodes']} episodes per cell ({ep['episodes_sampling']} for MPPI/CEM), "
         f"paired initial states across planners. The paper trains 1 M steps on 24 harder tasks; our priors are far "
         f"weaker, so the numbers test the mechanism at small scale, not the paper's absolute scores.", "",
         "## Normalised score per task (strong checkpoint, mean over seeds × episodes)", "",
         markdown_table(strong_table), "",
+        "## Reading the claims", "", *benchmark.claim_readings(eval_episodes), "",
         "## Aggregates over runs (strong checkpoint; 95 % stratified bootstrap CIs)", "",
         markdown_table(_aggregate_table(aggregates[aggregates["budget"] == "strong"])), "",
         "## Prior quality: weak / medium / strong checkpoints (25 / 50 / 100 % of training)", "",
@@ -418,13 +459,12 @@ def benchmark_report(context: dg.AssetExecutionContext, eval_episodes: pd.DataFr
         "γ^H(q̂ − λu_H) with q̂ the ensemble mean and a_H = π_mean(z_H), candidates = (1−β)·policy rollout + "
         "β·shifted previous plan, update a ← clip(a + α∇J). Every planner shares the same discount, horizon and "
         "terminal value. See assets/dream_mpc/planners.py for the flags.", "",
-        "Scale deviations (cpu profile, 2 shared cores): episodes of 500 control steps with action repeat 4; "
-        f"{tp['decisions']} training decisions per run with data collected by the policy prior (TD-MPC2 collects with MPPI); "
-        "SiLU instead of Mish (≈8x cheaper on CPU); batch 128; evaluation episodes as above. "
-        "Tasks: measured at 750-1,500 training decisions, only cartpole-swingup learns a policy that beats a "
-        "random policy; pendulum-swingup and reacher-easy (sparse rewards), cartpole-balance (a random policy "
-        "scores well from the upright start), walker-stand, cheetah-run and acrobot-swingup failed the blocking "
-        "policy-vs-random or held-out-fit gates, so the cpu profile runs ""cartpole-swingup only (3 seeds); the gpu profile keeps the spec's tasks.", ""]
+        f"Scale deviations ({compute.profile} profile): episodes of {params['time_limit_steps']} control steps with "
+        f"action repeat {params['action_repeat']} (TD-MPC2: 1000 and 2); {tp['decisions']} training decisions per run "
+        f"({_collector_text(tp)}); {params['model']['activation']} activations (TD-MPC2: Mish; SiLU is ≈8x cheaper on "
+        f"CPU); batch {tp['batch_size']} (TD-MPC2: 256); evaluation episodes as above; {_workers(compute, 99)} worker "
+        f"process(es) for independent training runs and evaluation cells (results do not depend on the process).", "",
+        f"Tasks: {str(params.get('task_note', 'the spec tasks')).strip()}", ""]
     metric_rows = pd.concat([
         runs.assign(asset="dream_mpc/eval_episodes", partition=lambda d: d["budget"],
                     dataset=lambda d: d["task"], method=lambda d: d["planner"], metric="normalised_score",
@@ -451,6 +491,14 @@ def benchmark_report(context: dg.AssetExecutionContext, eval_episodes: pd.DataFr
                               body_markdown="\n".join(body), figures=figures, dvc_metrics=dvc_metrics)
     context.add_output_metadata(metadata)
     return claims_payload(claims, compute.profile, numbers=_jsonable(numbers))
+
+
+def _collector_text(tp: dict) -> str:
+    if tp["collect_with"] == "mppi":
+        noise = " plus TD-MPC2's exploration noise std₀·ε" if tp.get("planner_noise", True) else ""
+        return (f"data collected by MPPI through the current model ({tp.get('collect_mppi_samples', 256)} samples × "
+                f"{tp.get('collect_mppi_iterations', 4)} iterations{noise}; TD-MPC2: 512 × 6)")
+    return "data collected by the policy prior's sampled action (TD-MPC2 collects with MPPI)"
 
 
 def _aggregate_table(aggregates: pd.DataFrame) -> pd.DataFrame:

@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 
 from assets.dream_mpc.envs import TaskEnv, TaskSpec
-from assets.dream_mpc.model import WorldModel
+from assets.dream_mpc.model import WorldModel, make_generator, model_device
 from assets.dream_mpc.planners import PlannerConfig, make_planner
 
 
@@ -42,7 +42,8 @@ def run_episodes(model: WorldModel, spec: TaskSpec, planner_cfg: PlannerConfig,
     """
     check_compatible(model, spec)
     model.freeze()
-    gen = torch.Generator().manual_seed(int(generator_seed))
+    device = model_device(model)             # planning runs where the model lives (CUDA on the gpu profile)
+    gen = make_generator(int(generator_seed), device)
     planner = make_planner(model, planner_cfg, spec.act_dim, gen)
     envs = [TaskEnv(spec.task, spec.time_limit_steps, spec.action_repeat, seed=s) for s in episode_seeds]
     B = len(envs)
@@ -54,10 +55,10 @@ def run_episodes(model: WorldModel, spec: TaskSpec, planner_cfg: PlannerConfig,
     for step in range(spec.decisions_per_episode):
         start = time.perf_counter()
         with torch.no_grad():
-            z = model.encode(torch.as_tensor(obs))
+            z = model.encode(torch.as_tensor(obs, device=device))
         action, info = planner.act(z)
+        action = action.detach().cpu().numpy()     # synchronises a CUDA device before timing
         wall = time.perf_counter() - start
-        action = action.detach().numpy()
         if action.shape != (B, spec.act_dim) or not np.isfinite(action).all():
             raise ValueError(f"{planner_cfg.name} on {spec.task}: invalid action batch of shape "
                              f"{action.shape} (finite: {bool(np.isfinite(action).all())}) at step {step}")
@@ -68,7 +69,7 @@ def run_episodes(model: WorldModel, spec: TaskSpec, planner_cfg: PlannerConfig,
         obs = np.stack([s[0] for s in stepped])
         rewards = np.array([s[1] for s in stepped])
         returns += rewards
-        J, u = info["objective"].numpy(), info["uncertainty"].numpy()
+        J, u = info["objective"].cpu().numpy(), info["uncertainty"].cpu().numpy()
         for b in range(B):
             rows.append((episode_seeds[b], step, float(rewards[b]), float(info["optimisation_evaluations"]),
                          float(info["proposal_evaluations"]), wall, float(J[b]), float(u[b])))
@@ -79,3 +80,16 @@ def run_episodes(model: WorldModel, spec: TaskSpec, planner_cfg: PlannerConfig,
                              "normalised_score": returns / spec.score_normaliser,
                              "seconds_per_decision": per_decision.reindex(episode_seeds).to_numpy()})
     return episodes, steps
+
+
+def evaluate_cell(job: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One evaluation cell (checkpoint × planner × episode seeds) for a worker process.
+
+    job: loader (module-level callable (ref, spec dict, device) -> (frozen model, sidecar)),
+    ref, spec (catalog row), planner (PlannerConfig dict), episode_seeds, generator_seed,
+    device, torch_threads. Results do not depend on which process runs the cell: every
+    random draw comes from the cell's own seeded generator."""
+    torch.set_num_threads(int(job.get("torch_threads", 1)))
+    model, _ = job["loader"](job["ref"], job["spec"], job["device"])
+    return run_episodes(model, TaskSpec(**job["spec"]), PlannerConfig(**job["planner"]),
+                        list(job["episode_seeds"]), generator_seed=int(job["generator_seed"]))

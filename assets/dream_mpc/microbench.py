@@ -20,6 +20,7 @@ import pandas as pd
 import scipy.linalg
 import torch
 
+from assets.dream_mpc.model import make_generator
 from assets.dream_mpc.planners import PlannerConfig, make_planner, policy_rollout, trajectory_objective
 
 
@@ -68,8 +69,8 @@ class LinearQuadraticLatent:
 
     def pi(self, z, generator=None):
         mean = (-self.gain_scale * z @ self._K.T).clamp(-1, 1)
-        eps = torch.randn(mean.shape, generator=generator)
-        return mean, (mean + self.prior_std * eps).clamp(-1, 1), torch.zeros(mean.shape[0], 1)
+        eps = torch.randn(mean.shape, generator=generator, device=mean.device)
+        return mean, (mean + self.prior_std * eps).clamp(-1, 1), torch.zeros(mean.shape[0], 1, device=mean.device)
 
     def freeze(self):
         return self
@@ -109,14 +110,21 @@ class LinearQuadraticLatent:
         return c + (g * a).sum(1) - 0.5 * np.einsum("si,ij,sj->s", a, M, a)
 
 
+def _sync(device: torch.device) -> None:
+    """Wait for queued CUDA kernels so wall times measure the work, not the launch."""
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def plan_once(model, cfg: PlannerConfig, z: torch.Tensor, act_dim: int, seed: int) -> dict:
     """One decision from each start state (fresh planner): the plan's shared-objective J
     (λ = 0), optimisation evaluations per state, and wall seconds per state."""
-    gen = torch.Generator().manual_seed(seed)
+    gen = make_generator(seed, z.device)
     planner = make_planner(model, cfg, act_dim, gen)
     planner.reset(z.shape[0])
     start = time.perf_counter()
     _, info = planner.act(z)
+    _sync(z.device)
     wall = time.perf_counter() - start
     shared = replace(cfg, uncertainty=0.0, terminal_q="mean")
     before = model.dynamics_evaluations
@@ -125,7 +133,7 @@ def plan_once(model, cfg: PlannerConfig, z: torch.Tensor, act_dim: int, seed: in
         plan = policy_rollout(model, z, cfg.horizon, gen, sample=False) if cfg.kind == "policy" else info["plan"]
         J, _ = trajectory_objective(model, z, plan, shared, 0.0, gen)
     model.dynamics_evaluations = before      # re-scoring is not part of the planner's budget
-    return {"J": J.numpy(), "optimisation_evaluations": info["optimisation_evaluations"],
+    return {"J": J.cpu().numpy(), "optimisation_evaluations": info["optimisation_evaluations"],
             "seconds_per_state": wall / z.shape[0]}
 
 
@@ -195,13 +203,14 @@ def decision_latency(model, configs: list[PlannerConfig], z: torch.Tensor, act_d
     """Median wall seconds of one decision for a single state (batch 1), per planner."""
     rows = []
     for cfg in configs:
-        gen = torch.Generator().manual_seed(seed)
+        gen = make_generator(seed, z.device)
         planner = make_planner(model, cfg, act_dim, gen)
         planner.reset(1)
         times = []
         for i in range(repeats + 1):
             start = time.perf_counter()
             planner.act(z[i % z.shape[0]:i % z.shape[0] + 1])
+            _sync(z.device)
             times.append(time.perf_counter() - start)
         rows.append({"planner": cfg.name, "median_seconds": float(np.median(times[1:])),  # first = warm-up
                      "decisions_per_s": float(1.0 / np.median(times[1:]))})

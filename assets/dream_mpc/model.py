@@ -314,7 +314,7 @@ class Learner:
         self.scale = RunningScale(cfg.tau)
 
     def _two_random_heads(self) -> torch.Tensor:
-        return torch.randperm(self.model.cfg.num_q, generator=self.gen)[:2]
+        return torch.randperm(self.model.cfg.num_q, generator=self.gen, device=self.gen.device)[:2]
 
     def update(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor) -> dict:
         """One gradient step.
@@ -342,7 +342,7 @@ class Learner:
         za = torch.cat([z_in, action], dim=-1).reshape(H * z_in.shape[1], -1)
         reward_logits = m.reward_head(za).view(H, -1, cfg.num_bins)
         q_logits = m.q_heads(za).view(cfg.num_q, H, -1, cfg.num_bins)
-        rho = torch.tensor([cfg.rho ** t for t in range(H)]).view(H, 1)
+        rho = torch.tensor([cfg.rho ** t for t in range(H)], device=obs.device).view(H, 1)
         reward_target = two_hot(reward, cfg.num_bins, cfg.vmin, cfg.vmax).view(H, -1, cfg.num_bins)
         value_target = two_hot(td_target, cfg.num_bins, cfg.vmin, cfg.vmax).view(H, -1, cfg.num_bins)
         reward_ce = -(reward_target * F.log_softmax(reward_logits, -1)).sum(-1)        # (H, B)
@@ -365,7 +365,7 @@ class Learner:
         q_pi = m.q_all(zs_pi, a_pi)[self._two_random_heads()].mean(0)
         m.q_heads.requires_grad_(True)
         self.scale.update(q_pi[: obs.shape[1]])
-        weights = torch.tensor([cfg.rho ** t for t in range(H + 1)]).repeat_interleave(obs.shape[1]).unsqueeze(-1)
+        weights = torch.tensor([cfg.rho ** t for t in range(H + 1)], device=obs.device).repeat_interleave(obs.shape[1]).unsqueeze(-1)
         pi_loss = ((cfg.entropy_coef * log_pi - self.scale.scale(q_pi)) * weights).mean()
         self.pi_optim.zero_grad(set_to_none=True)
         pi_loss.backward()
@@ -381,11 +381,27 @@ class Learner:
 
 
 def state_dict_for_checkpoint(model: WorldModel) -> dict[str, torch.Tensor]:
-    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+    """A CPU copy of the weights (checkpoints are device-independent)."""
+    return {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
 
 
-def model_from_state(state: dict[str, torch.Tensor], cfg: ModelConfig) -> WorldModel:
-    """Rebuild a frozen model from a checkpoint; raises ValueError naming mismatched tensors."""
+def make_generator(seed: int, device: str | torch.device = "cpu") -> torch.Generator:
+    """A seeded torch.Generator on `device`: every random draw of the model, learner and
+    planners uses the generator of the device its tensors live on (CUDA on the gpu profile)."""
+    return torch.Generator(device=device).manual_seed(int(seed))
+
+
+def model_device(model) -> torch.device:
+    """Device of a model's parameters (CPU for parameter-free models such as the synthetic LQ system)."""
+    params = getattr(model, "parameters", None)
+    first = next(iter(params()), None) if callable(params) else None
+    return first.device if first is not None else torch.device("cpu")
+
+
+def model_from_state(state: dict[str, torch.Tensor], cfg: ModelConfig,
+                     device: str | torch.device = "cpu") -> WorldModel:
+    """Rebuild a frozen model on `device` from a checkpoint; raises ValueError naming
+    mismatched tensors or non-finite weights."""
     model = WorldModel(cfg)
     expected = model.state_dict()
     missing = sorted(set(expected) - set(state))
@@ -399,4 +415,4 @@ def model_from_state(state: dict[str, torch.Tensor], cfg: ModelConfig) -> WorldM
     bad = [k for k, v in state.items() if v.is_floating_point() and not torch.isfinite(v).all()]
     if bad:
         raise ValueError(f"checkpoint has non-finite weights in {bad[:5]}")
-    return model.freeze()
+    return model.to(device).freeze()

@@ -109,7 +109,7 @@ def trajectory_objective(model, z0: torch.Tensor, actions: torch.Tensor, cfg: Pl
     q = model.q_all(z, a_H).squeeze(-1)                      # (K, M)
     u_H = q.std(0, unbiased=False)
     if cfg.terminal_q == "avg2" and q.shape[0] > 1:
-        idx = torch.randperm(q.shape[0], generator=generator)[:2]
+        idx = torch.randperm(q.shape[0], generator=generator, device=q.device)[:2]
         q_hat = q[idx].mean(0)
     else:
         q_hat = q.mean(0)
@@ -159,7 +159,7 @@ class PolicyOnly(Planner):
         with torch.no_grad():
             a = self.model.pi(z, self.gen)[0]
         c = self.model.dynamics_evaluations
-        nan = torch.full((z.shape[0],), float("nan"))
+        nan = torch.full((z.shape[0],), float("nan"), device=z.device)
         return a, self._info(c, c, c, z.shape[0], nan, nan, a.unsqueeze(0))
 
 
@@ -175,18 +175,19 @@ class SamplingPlanner(Planner):
         cfg, m = self.cfg, self.model
         B, H, S, A = z.shape[0], cfg.horizon, cfg.num_samples, self.act_dim
         P = cfg.num_pi_trajs if cfg.kind == "mppi" else 0
+        dev = z.device
         start = m.dynamics_evaluations
         with torch.no_grad():
             pi_actions = (policy_rollout(m, z.repeat_interleave(P, 0), H, self.gen).view(H, B, P, A)
-                          if P else torch.empty(H, B, 0, A))
+                          if P else torch.empty(H, B, 0, A, device=dev))
             after_proposal = m.dynamics_evaluations
-            mean = torch.zeros(H, B, A)
+            mean = torch.zeros(H, B, A, device=dev)
             if cfg.warm_start and self.prev_mean is not None:
                 mean[:-1] = self.prev_mean[1:]
-            std = torch.full((H, B, A), cfg.max_std)
+            std = torch.full((H, B, A), cfg.max_std, device=dev)
             z_rep = z.repeat_interleave(S, 0)
             for _ in range(cfg.iterations):
-                eps = torch.randn(H, B, S - P, A, generator=self.gen)
+                eps = torch.randn(H, B, S - P, A, generator=self.gen, device=dev)
                 sampled = (mean.unsqueeze(2) + std.unsqueeze(2) * eps).clamp(-1, 1)
                 actions = torch.cat([pi_actions, sampled], dim=2)               # (H, B, S, A)
                 value, unc = trajectory_objective(m, z_rep, actions.reshape(H, B * S, A), cfg, 0.0, self.gen)
@@ -205,12 +206,13 @@ class SamplingPlanner(Planner):
             if cfg.kind == "mppi":
                 pick = torch.multinomial(score, 1, generator=self.gen).squeeze(1)   # (B,)
             else:
-                pick = torch.zeros(B, dtype=torch.long)                            # best elite
-            rows = torch.arange(B)
+                pick = torch.zeros(B, dtype=torch.long, device=dev)               # best elite
+            rows = torch.arange(B, device=dev)
             plan = elite_actions[:, rows, pick]                                     # (H, B, A)
             J = elite_value[rows, pick]
             u = torch.gather(unc, 1, elite_idx)[rows, pick]
         self.prev_mean = mean
+        self.last_std = std          # (H, B, A): TD-MPC2 adds std[0]·ε to the action while collecting
         return plan[0], self._info(start, after_proposal, end, B, J, u, plan)
 
 
@@ -224,10 +226,11 @@ class GradientPlanner(Planner):
 
     def _initial(self, z_rep: torch.Tensor, B: int) -> torch.Tensor:
         cfg, N, H, A = self.cfg, self.cfg.candidates, self.cfg.horizon, self.act_dim
+        dev = z_rep.device
         if cfg.init == "zero":
-            return torch.zeros(H, B * N, A)
+            return torch.zeros(H, B * N, A, device=dev)
         if cfg.init == "random":
-            return torch.rand(H, B * N, A, generator=self.gen) * 2 - 1
+            return torch.rand(H, B * N, A, generator=self.gen, device=dev) * 2 - 1
         with torch.no_grad():
             a_pi = policy_rollout(self.model, z_rep, H, self.gen)               # (H, B·N, A)
         if not cfg.reuse or self.prev_plan is None:
@@ -263,7 +266,7 @@ class GradientPlanner(Planner):
         end = m.dynamics_evaluations
         J, u = J.detach().view(B, N), u.detach().view(B, N)
         best = J.argmax(1)                                                         # Algorithm 1
-        rows = torch.arange(B)
+        rows = torch.arange(B, device=z.device)
         plan = actions.view(H, B, N, A)[:, rows, best]                            # (H, B, A)
         self.prev_plan = plan
         return plan[0], self._info(start, after_proposal, end, B, J[rows, best], u[rows, best], plan)

@@ -2,8 +2,11 @@
 
 The loop (TD-MPC2): `seed_decisions` uniformly random decisions, then `pretrain_updates`
 updates on that data, then one acting decision + `updates_per_decision` updates per step.
-The acting agent is the policy prior (sampled action) or MPPI through the current model
-(`collect_with`, TD-MPC2 uses MPPI; the cpu profile uses the policy to fit 2 cores).
+The acting agent is MPPI through the current model (`collect_with: mppi`, as TD-MPC2, with
+its training-time exploration: the executed action is the MPPI action plus the final MPPI
+std of the first step times ε) or the policy prior's sampled action (`policy`; its std starts
+near e^-4, so it barely explores: the smoke profile only). All tensors live on `device`
+(compute.resolved_device(): CUDA on the gpu profile); snapshots are CPU copies.
 Snapshots of the whole model are taken at the given fractions of the decision budget
 (25/50/100 % = weak/medium/strong prior). After the budget, `heldout_episodes` more episodes
 are collected with the final agent and never trained on: the held-out slice for the
@@ -20,7 +23,8 @@ import numpy as np
 import torch
 
 from assets.dream_mpc.envs import TaskEnv, TaskSpec
-from assets.dream_mpc.model import Learner, ModelConfig, WorldModel, state_dict_for_checkpoint
+from assets.dream_mpc.model import (Learner, ModelConfig, WorldModel, make_generator, model_device,
+                                    state_dict_for_checkpoint)
 from assets.dream_mpc.planners import PlannerConfig, make_planner
 
 
@@ -39,6 +43,7 @@ class TrainConfig:
     eval_episodes: int = 2
     curve_every: int = 50             # decisions between logged training-curve points
     exploration_std: float = 0.0      # extra Gaussian noise on MPPI actions while collecting
+    planner_noise: bool = True        # TD-MPC2: collected action = MPPI action + MPPI std[0]·ε
 
 
 @dataclass
@@ -56,7 +61,9 @@ class SegmentSampler:
         self.horizon, self.rng = horizon, rng
         self.episodes: list[Episode] = []
 
-    def sample(self, batch: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def sample(self, batch: int, device: str | torch.device = "cpu"
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """obs (H+1, batch, obs_dim), action (H, batch, act_dim), reward (H, batch, 1) on `device`."""
         H = self.horizon
         usable = [e for e in self.episodes if len(e.action) >= H]
         starts_per_ep = np.array([len(e.action) - H + 1 for e in usable])
@@ -67,8 +74,9 @@ class SegmentSampler:
         obs = np.stack([np.asarray(usable[e].obs[s:s + H + 1]) for e, s in zip(ep_idx, offs)], axis=1)
         act = np.stack([np.asarray(usable[e].action[s:s + H]) for e, s in zip(ep_idx, offs)], axis=1)
         rew = np.stack([np.asarray(usable[e].reward[s:s + H]) for e, s in zip(ep_idx, offs)], axis=1)
-        return (torch.as_tensor(obs, dtype=torch.float32), torch.as_tensor(act, dtype=torch.float32),
-                torch.as_tensor(rew, dtype=torch.float32).unsqueeze(-1))
+        return (torch.as_tensor(obs, dtype=torch.float32, device=device),
+                torch.as_tensor(act, dtype=torch.float32, device=device),
+                torch.as_tensor(rew, dtype=torch.float32, device=device).unsqueeze(-1))
 
 
 def evaluate_policy(model: WorldModel | None, spec: TaskSpec, episode_seeds: list[int],
@@ -81,12 +89,13 @@ def evaluate_policy(model: WorldModel | None, spec: TaskSpec, episode_seeds: lis
     was_training = model.training if model is not None else False
     if model is not None:
         model.eval()
+        device = model_device(model)
     for _ in range(spec.decisions_per_episode):
         if model is None:
             actions = rng.uniform(-1, 1, size=(len(envs), spec.act_dim))
         else:
             with torch.no_grad():
-                actions = model.pi(model.encode(torch.as_tensor(obs)))[0].numpy()
+                actions = model.pi(model.encode(torch.as_tensor(obs, device=device)))[0].cpu().numpy()
         steps = [e.step(a) for e, a in zip(envs, actions)]
         obs = np.stack([s[0] for s in steps])
         returns += [s[1] for s in steps]
@@ -96,7 +105,8 @@ def evaluate_policy(model: WorldModel | None, spec: TaskSpec, episode_seeds: lis
 
 
 def train_online(spec: TaskSpec, model_cfg: ModelConfig, cfg: TrainConfig, seed: int,
-                 eval_seeds: list[int], log: Callable[[str], None] = print) -> dict:
+                 eval_seeds: list[int], log: Callable[[str], None] = print,
+                 device: str = "cpu") -> dict:
     """Run the online loop. Returns
         episodes:  list[Episode] (split "seed" | "train" | "heldout")
         snapshots: {fraction: state_dict}
@@ -105,9 +115,9 @@ def train_online(spec: TaskSpec, model_cfg: ModelConfig, cfg: TrainConfig, seed:
         timing:    decisions, updates, seconds, decisions/s (= env steps/s / action repeat)
     """
     torch.manual_seed(seed)
-    gen = torch.Generator().manual_seed(seed)
+    gen = make_generator(seed, device)       # all torch draws on the training device
     rng = np.random.default_rng(seed)
-    model = WorldModel(model_cfg)
+    model = WorldModel(model_cfg).to(device)
     learner = Learner(model, gen)
     sampler = SegmentSampler(model_cfg.horizon, rng)
     env = TaskEnv(spec.task, spec.time_limit_steps, spec.action_repeat, seed=seed)
@@ -115,7 +125,9 @@ def train_online(spec: TaskSpec, model_cfg: ModelConfig, cfg: TrainConfig, seed:
     if cfg.collect_with == "mppi":
         pcfg = PlannerConfig(name="collect_mppi", kind="mppi", horizon=model_cfg.horizon,
                              discount=model_cfg.discount, num_samples=cfg.collect_mppi_samples,
-                             iterations=cfg.collect_mppi_iterations)
+                             iterations=cfg.collect_mppi_iterations,
+                             num_elites=min(64, cfg.collect_mppi_samples // 4),        # TD-MPC2: 64 of 512
+                             num_pi_trajs=min(24, cfg.collect_mppi_samples // 8))      # TD-MPC2: 24 of 512
         collector = make_planner(model, pcfg, spec.act_dim, gen)
     elif cfg.collect_with != "policy":
         raise ValueError(f"collect_with must be 'policy' or 'mppi', got {cfg.collect_with!r}")
@@ -134,13 +146,15 @@ def train_online(spec: TaskSpec, model_cfg: ModelConfig, cfg: TrainConfig, seed:
         if decision < cfg.seed_decisions:
             return rng.uniform(-1, 1, size=spec.act_dim).astype(np.float32)
         with torch.no_grad():
-            z = model.encode(torch.as_tensor(obs).unsqueeze(0))
+            z = model.encode(torch.as_tensor(obs, device=device).unsqueeze(0))
         if collector is None:
             with torch.no_grad():
-                return model.pi(z, gen)[1][0].numpy()
+                return model.pi(z, gen)[1][0].cpu().numpy()
         model.eval()
-        a = collector.act(z)[0][0].numpy()
+        a = collector.act(z)[0][0].cpu().numpy()
         model.train()
+        if cfg.planner_noise:   # TD-MPC2 (training mode): a + std_0 · ε with the final MPPI std
+            a = np.clip(a + collector.last_std[0, 0].cpu().numpy() * rng.standard_normal(a.shape), -1, 1)
         if cfg.exploration_std:
             a = np.clip(a + cfg.exploration_std * rng.standard_normal(a.shape), -1, 1)
         return a.astype(np.float32)
@@ -158,7 +172,7 @@ def train_online(spec: TaskSpec, model_cfg: ModelConfig, cfg: TrainConfig, seed:
         else:
             n = 0
         for _ in range(n):
-            losses = learner.update(*sampler.sample(cfg.batch_size))
+            losses = learner.update(*sampler.sample(cfg.batch_size, device))
             updates += 1
         if done:
             episodes.append(ep)
@@ -203,3 +217,14 @@ def train_online(spec: TaskSpec, model_cfg: ModelConfig, cfg: TrainConfig, seed:
             "model": model,
             "timing": {"decisions": cfg.decisions, "updates": updates, "seconds": seconds,
                        "env_steps_per_s": cfg.decisions * spec.action_repeat / max(seconds, 1e-9)}}
+
+
+def train_job(job: dict) -> dict:
+    """One (task, seed) training run for a worker process: `job` holds train_online's keyword
+    arguments plus `torch_threads`. Returns train_online's result without the live model
+    (snapshots are CPU state dicts), so it can be sent back from a spawned process."""
+    job = dict(job)
+    torch.set_num_threads(int(job.pop("torch_threads", 1)))
+    out = train_online(**job, log=print)
+    out.pop("model", None)
+    return out

@@ -103,3 +103,15 @@ def test_env_rewards_and_episode_length():
         assert 0.0 <= r <= 4.0
         steps += 1
     assert steps == 10
+
+
+def test_claim_readings_explain_a_naive_gradient_win_only_when_the_data_show_it():
+    scores = {"policy_only": 0.2, "dream_mpc": 0.23, "naive_grad": 0.31, "dream_mpc_i3": 0.32,
+              "mppi": 0.2, "dream_mpc_no_uncertainty": 0.2, "dream_mpc_no_reuse": 0.2}
+    lines = B.claim_readings(_episodes(scores))
+    assert any("More gradient steps help" in line and "+0.090" in line for line in lines)
+    lines = B.claim_readings(_episodes({**scores, "naive_grad": 0.1}))
+    assert not any("naive" in line.lower() and "score higher" in line for line in lines)
+    assert not any("task(s) passed" in line for line in lines)           # three tasks: no caveat
+    one_task = _episodes(scores)
+    assert "Only 1 task(s) passed" in B.claim_readings(one_task[one_task["task"] == "a"])[0]
