@@ -13,7 +13,20 @@ from assets.viar import data as viar_data
 from assets.viar import definitions as viar
 from assets.viar import model as viar_model
 from assets.viar import tokenizer as viar_tokenizer
+from resources.compute import ComputeResource
 from tests.conftest import assert_group_complete, materialize_paper, outcomes
+
+
+class DigitsOnlyCompute(ComputeResource):
+    """The smoke profile restricted to digits: the gating tests below need one dataset, not two."""
+
+    def params(self, slug: str) -> dict:
+        return {**super().params(slug), "datasets": ["digits"]}
+
+
+@pytest.fixture
+def digits_resources(smoke_resources):
+    return {**smoke_resources, "compute": DigitsOnlyCompute(profile="smoke")}
 
 
 def test_smoke_materializes_every_asset_and_check(smoke_resources, data_dir):
@@ -72,7 +85,7 @@ def _failure_messages(result) -> str:
     return " | ".join(texts)
 
 
-def test_token_id_outside_the_codebook_in_the_pyramids_is_stopped(smoke_resources, monkeypatch):
+def test_token_id_outside_the_codebook_in_the_pyramids_is_stopped(digits_resources, monkeypatch):
     real = viar_tokenizer.token_pyramid
 
     def corrupted(model, images):
@@ -82,7 +95,7 @@ def test_token_id_outside_the_codebook_in_the_pyramids_is_stopped(smoke_resource
         return tokens, tf
 
     monkeypatch.setattr(viar_tokenizer, "token_pyramid", corrupted)
-    result = materialize_paper(viar, smoke_resources)
+    result = materialize_paper(viar, digits_resources)
     seen = outcomes(result)
     assert seen["checks"]["ids_in_range_and_round_trip"] is False
     message = next(e.description for e in result.get_asset_check_evaluations()
@@ -91,7 +104,7 @@ def test_token_id_outside_the_codebook_in_the_pyramids_is_stopped(smoke_resource
     assert not ({"viar/var_models", "viar/viar_models", "viar/samples", "viar/benchmark_report"} & seen["assets"])
 
 
-def test_tokenizer_emitting_ids_outside_the_codebook_fails_with_a_clear_error(smoke_resources, monkeypatch):
+def test_tokenizer_emitting_ids_outside_the_codebook_fails_with_a_clear_error(digits_resources, monkeypatch):
     real = viar_tokenizer.MultiScaleVQVAE.encode_tokens
 
     def corrupted(self, x):
@@ -100,13 +113,13 @@ def test_tokenizer_emitting_ids_outside_the_codebook_fails_with_a_clear_error(sm
         return tokens
 
     monkeypatch.setattr(viar_tokenizer.MultiScaleVQVAE, "encode_tokens", corrupted)
-    result = materialize_paper(viar, smoke_resources)
+    result = materialize_paper(viar, digits_resources)
     seen = outcomes(result)
     assert "token id outside the codebook: range [0, 32] not within [0, 32)" in _failure_messages(result)
     assert not ({"viar/token_pyramids", "viar/var_models", "viar/samples"} & seen["assets"])
 
 
-def test_iteration_schedule_of_the_wrong_length_is_stopped_before_sampling(smoke_resources, monkeypatch):
+def test_iteration_schedule_of_the_wrong_length_is_stopped_before_sampling(digits_resources, monkeypatch):
     real = viar_model.calibrate_schedule
 
     def short(*args, **kwargs):
@@ -114,7 +127,7 @@ def test_iteration_schedule_of_the_wrong_length_is_stopped_before_sampling(smoke
         return {**out, "schedule": out["schedule"][:-1]}                # one scale missing
 
     monkeypatch.setattr(viar_model, "calibrate_schedule", short)
-    result = materialize_paper(viar, smoke_resources)
+    result = materialize_paper(viar, digits_resources)
     seen = outcomes(result)
     assert "has length 3, the model has 4 scales" in _failure_messages(result)
     assert not ({"viar/samples", "viar/throughput", "viar/sample_quality", "viar/benchmark_report"} & seen["assets"])

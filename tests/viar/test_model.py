@@ -172,3 +172,25 @@ def test_training_is_deterministic_given_the_seed_and_resamples_n_and_m():
     assert runs[0]["losses"] == runs[1]["losses"] and runs[0]["n_iters"] == runs[1]["n_iters"]
     assert set(runs[0]["n_iters"]) <= set(range(5)) and set(runs[0]["m_iters"]) <= set(range(1, 5))
     assert len(set(zip(runs[0]["n_iters"], runs[0]["m_iters"]))) > 1          # resampled every step
+
+
+def test_calibration_accounts_for_coarse_scales_degrading_later_ones(monkeypatch):
+    """A coarse scale whose own NLL barely depends on its iterations, but whose few-iteration
+    cache hurts every later scale: a per-scale greedy picks 1 there and can never recover;
+    the calibrated schedule must still be within tolerance of the converged one."""
+    K, converged, tol = 4, 16, 0.02
+
+    def fake_nll(model, tokenizer, tokens, labels, schedule):
+        c = np.asarray(schedule, dtype=float)
+        nll = 1.0 + 0.05 / c + 0.5 * (1.0 / c[0] - 1.0 / converged)
+        nll[0] = 1.0 + 0.001 / c[0]
+        return nll
+
+    monkeypatch.setattr(M, "teacher_forced_scale_nll", fake_nll)
+    fake_model = type("Fake", (), {"cfg": type("Cfg", (), {"scales": [1, 2, 3, 4]})()})()
+    out = M.calibrate_schedule(fake_model, None, None, None, [1, 2, 4, 8], converged, tol)
+    ratio = out["nll_calibrated"].mean() / out["nll_converged"].mean()
+    assert ratio <= 1 + tol
+    assert out["schedule"][0] > 1                      # the coarse scale is not starved
+    assert sum(out["schedule"]) < K * converged        # and it is cheaper than converged
+    assert out["nll_converged"] == pytest.approx(fake_nll(None, None, None, None, [converged] * K))
