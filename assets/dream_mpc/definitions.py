@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from assets.common.checks import check_result, claim_checks, gate
+from assets.common.parallel import spawn_imap
 from assets.common.report import claims_payload, markdown_table, publish_report
 from assets.common.tags import gpu_asset_kwargs
 from assets.dream_mpc import benchmark, envs, evaluation, microbench, plots
@@ -76,15 +77,6 @@ def _workers(compute: ComputeResource, jobs: int) -> int:
     return max(1, min(int(_params(compute).get("workers", 1)), jobs))
 
 
-def _pool_imap(fn, jobs: list, workers: int):
-    """fn over jobs in `workers` spawned processes, results in job order (deterministic: each
-    job seeds its own generators, so the result does not depend on the process that ran it)."""
-    import multiprocessing as mp
-
-    with mp.get_context("spawn").Pool(workers, maxtasksperchild=None) as pool:
-        yield from pool.imap(fn, jobs)
-
-
 def _device_note(compute: ComputeResource) -> dict:
     return {"device": compute.resolved_device(), **compute.describe()}
 
@@ -142,7 +134,7 @@ def replay_buffer(context: dg.AssetExecutionContext, env_catalog: dict, compute:
     if workers == 1:
         results = (T.train_online(**kw, log=context.log.info) for _, _, _, kw in jobs)
     else:
-        results = _pool_imap(T.train_job, [{**kw, "torch_threads": _threads(compute)} for *_, kw in jobs], workers)
+        results = spawn_imap(T.train_job, [{**kw, "torch_threads": _threads(compute)} for *_, kw in jobs], workers)
     for (spec, spec_dict, seed, _), out in zip(jobs, results):
         context.log.info(f"{spec.task} seed {seed}: {out['timing']['updates']} updates in "
                          f"{out['timing']['seconds']:.0f} s ({out['timing']['env_steps_per_s']:.0f} env steps/s)")
@@ -308,8 +300,7 @@ def eval_episodes(context: dg.AssetExecutionContext, env_catalog: dict, world_mo
              for entry, cfg_dict, episode_seeds in jobs]
     workers = _workers(compute, len(cells))
     context.log.info(f"{len(cells)} evaluation cells on {workers} worker process(es), device {device}")
-    results = (map(evaluation.evaluate_cell, cells) if workers == 1
-               else _pool_imap(evaluation.evaluate_cell, cells, workers))
+    results = spawn_imap(evaluation.evaluate_cell, cells, workers)
     for index, ((entry, cfg_dict, episode_seeds), (episodes, steps)) in enumerate(zip(jobs, results), 1):
         cfg = P.PlannerConfig(**cfg_dict)
         dims = {"task": entry["task"], "seed": entry["seed"], "budget": entry["budget"], "planner": cfg.name}

@@ -13,6 +13,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from assets.common.parallel import spawn_imap
 from assets.spgcl import model as M
 
 # method → (family, options). "non-learned" methods have no encoder and no checkpoint.
@@ -247,23 +248,12 @@ def run_many(specs: list[RunSpec], workers: int = 1,
              on_done: Callable[[int, dict[str, Any]], None] = lambda i, r: None) -> list[dict[str, Any]]:
     """Train every spec; workers > 1 trains them in that many spawned processes (one torch
     thread each: independent runs use the cores better than intra-op threads on small
-    matrices). Each run is seeded by its own spec, so results do not depend on `workers`
-    or on the order of completion. on_done(index, result) is called as runs finish."""
-    results: list[dict[str, Any] | None] = [None] * len(specs)
-    if workers <= 1 or len(specs) <= 1:
-        for i, spec in enumerate(specs):
-            results[i] = run_one(spec)
-            on_done(i, results[i])
-        return results
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(run_one, spec): i for i, spec in enumerate(specs)}
-        for future in as_completed(futures):
-            i = futures[future]
-            results[i] = future.result()
-            on_done(i, results[i])
+    matrices). Each run is seeded by its own spec, so results do not depend on `workers`;
+    on_done(index, result) is called in spec order as results arrive."""
+    results = []
+    for i, result in enumerate(spawn_imap(run_one, specs, workers)):
+        results.append(result)
+        on_done(i, result)
     return results
 
 

@@ -1,0 +1,21 @@
+"""Independent jobs (training runs, evaluation cells) over worker processes, results in job order."""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, Sequence
+
+
+def spawn_imap(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -> Iterator[Any]:
+    """Yield fn(job) for every job, in job order.
+
+    workers ≤ 1 (or a single job) runs in this process; otherwise in that many spawned
+    processes (spawn, not fork: torch and CUDA state must not be inherited). fn must be a
+    module-level function and each job must seed its own generators, so results do not depend
+    on the process that ran them or on `workers`.
+    """
+    if workers <= 1 or len(jobs) <= 1:
+        yield from map(fn, jobs)
+        return
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(min(workers, len(jobs))) as pool:
+        yield from pool.imap(fn, jobs)
