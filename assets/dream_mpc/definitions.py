@@ -2,8 +2,12 @@
 
     env_catalog ─> replay_buffer ─> world_model ─> planner_configs ─> eval_episodes ─┐
                    (online TD-MPC2-lite run      (held-out gates)                   ├─> benchmark_report ─> claims
-                    per task × seed; snapshots                  planner_microbench ─┘
-                    at 25/50/100 % of budget)
+                    per task × seed; snapshots                  planner_microbench ─┤
+                    at 25/50/100 % of budget)                         task_survey ─┘
+
+task_survey (report only, never gated on): tasks a profile measures but does not claim on —
+the same training, held-out measurements and gate functions per task × seed, so the report
+shows, from this run, why a spec task is not in the claims at this budget.
 
 Dimensions (instead of Dagster partitions, so one run gates everything): task × seed in the
 replay buffer, task × seed × budget (weak/medium/strong) in the world-model checkpoints, and
@@ -20,7 +24,7 @@ from assets.common.checks import check_result, claim_checks, gate
 from assets.common.parallel import spawn_imap
 from assets.common.report import claims_payload, markdown_table, publish_report
 from assets.common.tags import gpu_asset_kwargs
-from assets.dream_mpc import benchmark, envs, evaluation, microbench, plots
+from assets.dream_mpc import benchmark, envs, evaluation, microbench, plots, probe
 from assets.dream_mpc import model as M
 from assets.dream_mpc import planners as P
 from assets.dream_mpc import training as T
@@ -50,6 +54,37 @@ def _model_config(spec: dict, params: dict) -> M.ModelConfig:
                          num_q=int(m["num_q"]), horizon=int(m["horizon"]), lr=float(m["lr"]),
                          activation=str(m["activation"]),
                          discount=M.discount_from_episode_length(int(spec["decisions_per_episode"])))
+
+
+def action_repeat(params: dict, task: str) -> int:
+    """The task's action repeat: params `action_repeat` is one int for every task or a mapping
+    {task: repeat, "default": repeat} (per-task repeats as PlaNet/Dreamer: cartpole 8, reacher 4)."""
+    setting = params["action_repeat"]
+    if isinstance(setting, dict):
+        if task not in setting and "default" not in setting:
+            raise ValueError(f"action_repeat has no entry for {task!r} and no 'default': {setting}")
+        return int(setting.get(task, setting.get("default")))
+    return int(setting)
+
+
+def seed_phase(tp: dict, decisions_per_episode: int) -> tuple[int, int]:
+    """(seed decisions, pretraining updates): `seed_episodes` episodes of uniform random actions,
+    then as many updates as seed decisions (TD-MPC2: seed_steps of each)."""
+    n = int(tp["seed_episodes"]) * int(decisions_per_episode)
+    return n, n
+
+
+def train_config(tp: dict, decisions_per_episode: int) -> T.TrainConfig:
+    """The profile's `training` block as a TrainConfig for a task with this episode length."""
+    seed_decisions, pretrain_updates = seed_phase(tp, decisions_per_episode)
+    return T.TrainConfig(decisions=int(tp["decisions"]), seed_decisions=seed_decisions,
+                         pretrain_updates=pretrain_updates, batch_size=int(tp["batch_size"]),
+                         collect_with=str(tp["collect_with"]), heldout_episodes=int(tp["heldout_episodes"]),
+                         eval_episodes=len(tp["eval_seeds"]),
+                         updates_per_decision=int(tp.get("updates_per_decision", 1)),
+                         collect_mppi_samples=int(tp.get("collect_mppi_samples", 256)),
+                         collect_mppi_iterations=int(tp.get("collect_mppi_iterations", 4)),
+                         planner_noise=bool(tp.get("planner_noise", True)))
 
 
 def _checkpoint_name(task: str, seed: int, budget: str) -> str:
@@ -87,7 +122,7 @@ def _device_note(compute: ComputeResource) -> dict:
                       "time limit, action repeat, decisions per episode, score normaliser.")
 def env_catalog(context: dg.AssetExecutionContext, compute: ComputeResource) -> dict:
     params = _params(compute)
-    specs = [envs.task_spec(t, int(params["time_limit_steps"]), int(params["action_repeat"])).to_dict()
+    specs = [envs.task_spec(t, int(params["time_limit_steps"]), action_repeat(params, t)).to_dict()
              for t in params["tasks"]]
     import mujoco
     import dm_control
@@ -116,14 +151,7 @@ def replay_buffer(context: dg.AssetExecutionContext, env_catalog: dict, compute:
                              f"{spec.decisions_per_episode} decisions on {spec.task}")
         for seed in params["seeds"]:
             seed = int(seed)
-            cfg = T.TrainConfig(decisions=int(tp["decisions"]), seed_decisions=int(tp["seed_decisions"]),
-                                pretrain_updates=int(tp["pretrain_updates"]), batch_size=int(tp["batch_size"]),
-                                collect_with=str(tp["collect_with"]), heldout_episodes=int(tp["heldout_episodes"]),
-                                eval_episodes=len(tp["eval_seeds"]),
-                                updates_per_decision=int(tp.get("updates_per_decision", 1)),
-                                collect_mppi_samples=int(tp.get("collect_mppi_samples", 256)),
-                                collect_mppi_iterations=int(tp.get("collect_mppi_iterations", 4)),
-                                planner_noise=bool(tp.get("planner_noise", True)))
+            cfg = train_config(tp, spec.decisions_per_episode)
             jobs.append((spec, spec_dict, seed, dict(
                 spec=spec, model_cfg=_model_config(spec_dict, params), cfg=cfg,
                 seed=compute.seed_for(SLUG, "train", spec.task, seed),
@@ -235,7 +263,7 @@ def heldout_metrics(model: M.WorldModel, held: pd.DataFrame, spec: dict, torch) 
     obs = torch.as_tensor(_stack(held["obs"]), dtype=torch.float32, device=device)
     nxt = torch.as_tensor(_stack(held["next_obs"]), dtype=torch.float32, device=device)
     act = torch.as_tensor(_stack(held["action"]), dtype=torch.float32, device=device)
-    rew = torch.as_tensor(held["reward"].to_numpy(), dtype=torch.float32, device=device).unsqueeze(-1)
+    rew = torch.as_tensor(held["reward"].to_numpy(dtype=np.float32, copy=True), device=device).unsqueeze(-1)
     ar = float(spec["action_repeat"])
     with torch.no_grad():
         z, z_next = model.encode(obs), model.encode(nxt)
@@ -379,13 +407,48 @@ def planner_microbench(context: dg.AssetExecutionContext, env_catalog: dict, wor
             "synthetic": synthetic.to_dict("records"), "latency": latency_frame.to_dict("records")}
 
 
+# ------------------------------------------------------------------------------ task survey
+SURVEY_COLUMNS = ["task", "seed", "action_repeat", "decisions", "policy_eval_return", "random_eval_return",
+                  "consistency_relative", "reward_mse_normalised", "q_ensemble_std", "heldout_fit",
+                  "q_ensemble_sane", "policy_beats_random", "passes_all_gates", "gate_notes", "seconds"]
+
+
+@dg.asset(key=key("task_survey"), group_name=SLUG, **gpu_asset_kwargs(),
+          description="Report only: tasks of params task_survey (spec tasks this profile does not claim on) "
+                      "trained per seed exactly as replay_buffer does and judged by the same world-model gate "
+                      "functions; one row per task × seed with the measurements and each gate's verdict.")
+def task_survey(context: dg.AssetExecutionContext, compute: ComputeResource) -> pd.DataFrame:
+    survey = _params(compute).get("task_survey") or {}
+    config = {f: getattr(compute, f) for f in ("profile", "device", "threads", "deterministic", "base_seed")}
+    jobs = [{"task": str(t), "seed": int(s), "profile": compute.profile, "compute_config": config}
+            for t in survey.get("tasks", []) for s in survey.get("seeds", [])]
+    for job in jobs:
+        envs.resolve_task(job["task"])            # unknown task ids fail here, before any training
+    workers = _workers(compute, len(jobs))
+    context.log.info(f"task survey: {len(jobs)} runs (task × seed) on {workers} worker process(es)")
+    results = (probe.probe(**job) for job in jobs) if workers == 1 else spawn_imap(probe.probe_job, jobs, workers)
+    rows = []
+    for i, out in enumerate(results, 1):
+        gates = out["gates"]
+        rows.append({**{k: out[k] for k in SURVEY_COLUMNS if k in out},
+                     **{name: g["passed"] for name, g in gates.items()},
+                     "gate_notes": "; ".join(g["description"] for g in gates.values() if not g["passed"])})
+        context.log.info(f"[{i}/{len(jobs)}] {out['task']} seed {out['seed']}: policy {out['policy_eval_return']:.1f} "
+                         f"vs random {out['random_eval_return']:.1f}, gates {'pass' if out['passes_all_gates'] else 'FAIL'} "
+                         f"({out['seconds']:.0f} s)")
+    frame = pd.DataFrame(rows, columns=SURVEY_COLUMNS)
+    context.add_output_metadata({"runs": len(frame), "passing": int(frame["passes_all_gates"].sum()) if len(frame) else 0,
+                                 "table": dg.MetadataValue.md(markdown_table(frame.drop(columns=["gate_notes"])))})
+    return frame
+
+
 # ------------------------------------------------------------------------------ report
 @dg.asset(key=key("benchmark_report"), group_name=SLUG, kinds={"duckdb", "markdown"},
           description="Dream-MPC vs policy, MPPI, CEM, naive gradient MPC and ablations over tasks × seeds: "
                       "normalised IQM/mean/median/optimality gap with bootstrap CIs, paired differences, "
                       "the weak/medium/strong trend, micro-benchmark → warehouse, REPORT.md, metrics.json.")
 def benchmark_report(context: dg.AssetExecutionContext, eval_episodes: pd.DataFrame, world_model: dict,
-                     planner_microbench: dict, env_catalog: dict, compute: ComputeResource,
+                     planner_microbench: dict, env_catalog: dict, task_survey: pd.DataFrame, compute: ComputeResource,
                      artifacts: ArtifactsResource) -> dict:
     params = _params(compute)
     n_boot = int(params["report"]["bootstrap"])
@@ -416,13 +479,16 @@ def benchmark_report(context: dg.AssetExecutionContext, eval_episodes: pd.DataFr
     synth_tbl = synthetic.pivot_table(index=["planner", "optimisation_evaluations"], columns="action_dim",
                                       values="gap_closed").reset_index()
     tp, ep = params["training"], params["evaluation"]
+    repeats = ", ".join(f"{s['task']} {s['action_repeat']}" for s in env_catalog["tasks"])
+    steps = ", ".join(f"{tp['decisions'] * s['action_repeat']}" for s in env_catalog["tasks"])
     body = [
         "## Scale of this run", "",
         f"Tasks {params['tasks']} (dm_control, state observations, MuJoCo {env_catalog['versions']['mujoco']}), "
         f"training seeds {params['seeds']}, episodes of {params['time_limit_steps']} control steps with action repeat "
-        f"{params['action_repeat']} (normalised score = return / {params['time_limit_steps']}). Online TD-MPC2-lite: "
-        f"{tp['decisions']} decisions per run ({tp['decisions'] * params['action_repeat']} env steps), "
-        f"{tp['seed_decisions']} random, {tp['pretrain_updates']} pretraining updates then {tp.get('updates_per_decision', 1)} update(s) per decision, "
+        f"{repeats} (normalised score = return / {params['time_limit_steps']}). Online TD-MPC2-lite: "
+        f"{tp['decisions']} decisions per run ({steps} env steps), "
+        f"{tp['seed_episodes']} episode(s) of random actions and as many pretraining updates as random decisions, "
+        f"then {tp.get('updates_per_decision', 1)} update(s) per decision, "
         f"batch {tp['batch_size']}, {_collector_text(tp)}; model latent "
         f"{params['model']['latent_dim']}, mlp {params['model']['mlp_dim']}, {params['model']['activation']} "
         f"activations. Evaluation: {ep['episodes']} episodes per cell ({ep['episodes_sampling']} for MPPI/CEM), "
@@ -445,13 +511,18 @@ def benchmark_report(context: dg.AssetExecutionContext, eval_episodes: pd.DataFr
         markdown_table(synth_tbl), "",
         "## World-model checkpoints (held-out gates)", "",
         markdown_table(checkpoints.drop(columns=["checkpoint", "md5"])), "",
+        "## Task survey: tasks measured in this run but not claimed on (report only)", "",
+        *(benchmark.survey_readings(task_survey) + ["", markdown_table(task_survey.drop(columns=["gate_notes"])), "",
+                                          *[f"- {r.task} seed {r.seed}: {r.gate_notes}" for r in
+                                            task_survey.itertuples() if r.gate_notes], ""]
+          if len(task_survey) else ["No survey at this profile (params task_survey is empty).", ""]),
         "## Reconstructions and deviations", "",
         "Eq. 3/5/6 of the paper were not available: u = ensemble std of expected Q values, J = Σγ^τ(r̂ − λu) + "
         "γ^H(q̂ − λu_H) with q̂ the ensemble mean and a_H = π_mean(z_H), candidates = (1−β)·policy rollout + "
         "β·shifted previous plan, update a ← clip(a + α∇J). Every planner shares the same discount, horizon and "
         "terminal value. See assets/dream_mpc/planners.py for the flags.", "",
         f"Scale deviations ({compute.profile} profile): episodes of {params['time_limit_steps']} control steps with "
-        f"action repeat {params['action_repeat']} (TD-MPC2: 1000 and 2); {tp['decisions']} training decisions per run "
+        f"action repeat {repeats} (TD-MPC2: 1000 and 2); {tp['decisions']} training decisions per run "
         f"({_collector_text(tp)}); {params['model']['activation']} activations (TD-MPC2: Mish; SiLU is ≈8x cheaper on "
         f"CPU); batch {tp['batch_size']} (TD-MPC2: 256); evaluation episodes as above; {_workers(compute, 99)} worker "
         f"process(es) for independent training runs and evaluation cells (results do not depend on the process).", "",
@@ -468,6 +539,11 @@ def benchmark_report(context: dg.AssetExecutionContext, eval_episodes: pd.DataFr
         latency.assign(asset="dream_mpc/planner_microbench", partition="batch=1", seed=-1,
                        dataset=lambda d: d["task"], method=lambda d: d["planner"], metric="seconds_per_decision",
                        value=lambda d: d["median_seconds"]),
+        task_survey.melt(id_vars=["task", "seed"], var_name="metric", value_vars=[
+            "policy_eval_return", "random_eval_return", "consistency_relative", "reward_mse_normalised",
+            "q_ensemble_std", "passes_all_gates"]).assign(
+            asset="dream_mpc/task_survey", partition="strong", dataset=lambda d: d["task"], method="td_mpc2_lite",
+            value=lambda d: d["value"].astype(float)),
     ], ignore_index=True)[["asset", "partition", "seed", "dataset", "method", "metric", "value"]]
     metric_rows["seed"] = metric_rows["seed"].astype(int)
     figures = {"aggregates": plots.aggregate_bars(aggregates), "per_task": plots.per_task_scores(eval_episodes),
@@ -662,7 +738,7 @@ def _microbench_valid(value: dict) -> dg.AssetCheckResult:
 
 
 assets = [env_catalog, replay_buffer, world_model, planner_configs, eval_episodes, planner_microbench,
-          benchmark_report]
+          task_survey, benchmark_report]
 REPORT_KEY = benchmark_report.key
 CLAIM_IDS = ["beats_policy", "beats_naive_grad", "ablations", "compute", "mppi_gap_trend"]
 

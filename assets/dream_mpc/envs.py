@@ -34,6 +34,10 @@ KNOWN_TASKS: dict[str, tuple[str, str]] = {
     "hopper-hop": ("hopper", "hop"),
     "acrobot-swingup": ("acrobot", "swingup"),
     "finger-spin": ("finger", "spin"),
+    "finger-turn_easy": ("finger", "turn_easy"),
+    "point_mass-easy": ("point_mass", "easy"),
+    "ball_in_cup-catch": ("ball_in_cup", "catch"),
+    "hopper-stand": ("hopper", "stand"),
 }
 
 

@@ -37,6 +37,31 @@ def test_smoke_materializes_every_asset_and_check(smoke_resources, data_dir):
     episodes = pd.read_parquet(data_dir / "dream_mpc" / "eval_episodes.parquet")
     dream_rows = episodes[episodes["planner"] == "dream_mpc"]
     assert (dream_rows["opt_evals_max"] == 15).all() and (episodes[episodes["planner"] == "mppi"]["opt_evals_max"] == 9216).all()
+    # the probe CLI (how the cpu task list was chosen) reproduces the pipeline's strong checkpoint
+    from assets.dream_mpc.probe import probe
+
+    strong = next(e for e in model["checkpoints"] if e["budget"] == "strong" and e["seed"] == 0)
+    found = probe(strong["task"], 0, "smoke")
+    assert found["policy_eval_return"] == pytest.approx(strong["policy_eval_return"])
+    assert found["consistency_mse"] == pytest.approx(strong["consistency_mse"], rel=1e-5)
+    assert set(found["gates"]) == {"heldout_fit", "q_ensemble_sane", "policy_beats_random"}
+    # the report-only task survey ran the probe for params task_survey and is in the report
+    survey = pd.read_parquet(data_dir / "dream_mpc" / "task_survey.parquet")
+    assert list(zip(survey["task"], survey["seed"])) == [("reacher-easy", 0)]
+    assert "## Task survey" in (report / "REPORT.md").read_text()
+
+
+def test_task_survey_rejects_an_unknown_task_before_training(monkeypatch):
+    import dagster as dg
+
+    from assets.dream_mpc.envs import UnknownTaskError
+    from resources.compute import ComputeResource
+
+    real = dream._params
+    monkeypatch.setattr(dream, "_params", lambda c: {**real(c), "task_survey": {"tasks": ["pendulum-swingdown"], "seeds": [0]}})
+    monkeypatch.setattr(T, "train_online", lambda *a, **k: pytest.fail("trained before validating the task id"))
+    with pytest.raises(UnknownTaskError, match="pendulum-swingdown"):
+        dream.task_survey(dg.build_asset_context(), ComputeResource(profile="smoke"))
 
 
 def test_non_finite_transitions_stop_everything_downstream(smoke_resources, monkeypatch):
@@ -127,8 +152,23 @@ def test_every_profile_has_complete_parameters(profile):
 
     params = load_params("dream_mpc", profile)
     assert set(params["tasks"]) <= set(KNOWN_TASKS)
-    assert params["time_limit_steps"] % params["action_repeat"] == 0
-    decisions = params["time_limit_steps"] // params["action_repeat"]
-    assert params["training"]["decisions"] % decisions == 0
+    for task in params["tasks"]:
+        repeat = dream.action_repeat(params, task)
+        assert params["time_limit_steps"] % repeat == 0
+        decisions = params["time_limit_steps"] // repeat
+        assert params["training"]["decisions"] % decisions == 0
+        seed_decisions, pretrain = dream.seed_phase(params["training"], decisions)
+        assert 0 < seed_decisions < params["training"]["decisions"] and pretrain == seed_decisions
     names = {c.name for c in P.default_planners(0.99)}
     assert set(params["evaluation"]["planners_strong"]) <= names
+
+
+def test_action_repeat_per_task_and_seed_phase():
+    assert dream.action_repeat({"action_repeat": 8}, "reacher-easy") == 8
+    per_task = {"action_repeat": {"default": 8, "reacher-easy": 4}}
+    assert dream.action_repeat(per_task, "reacher-easy") == 4
+    assert dream.action_repeat(per_task, "cartpole-swingup") == 8
+    with pytest.raises(ValueError, match="no entry for 'walker-stand'"):
+        dream.action_repeat({"action_repeat": {"reacher-easy": 4}}, "walker-stand")
+    # TD-MPC2: seed steps of random actions, then as many pretraining updates
+    assert dream.seed_phase({"seed_episodes": 2}, 125) == (250, 250)

@@ -112,6 +112,21 @@ def test_claim_readings_explain_a_naive_gradient_win_only_when_the_data_show_it(
     assert any("More gradient steps help" in line and "+0.090" in line for line in lines)
     lines = B.claim_readings(_episodes({**scores, "naive_grad": 0.1}))
     assert not any("naive" in line.lower() and "score higher" in line for line in lines)
-    assert not any("task(s) passed" in line for line in lines)           # three tasks: no caveat
+    assert not any("task(s) are in the claims" in line for line in lines)   # three tasks: no caveat
     one_task = _episodes(scores)
-    assert "Only 1 task(s) passed" in B.claim_readings(one_task[one_task["task"] == "a"])[0]
+    assert "Only 1 task(s) are in the claims" in B.claim_readings(one_task[one_task["task"] == "a"])[0]
+    assert not any("ablation claim" in line for line in lines)             # ablations 0.2 < full 0.23
+    lines = B.claim_readings(_episodes({**scores, "dream_mpc_no_uncertainty": 0.26}))
+    assert any("uncertainty penalty" in line and "+0.030" in line for line in lines)
+    assert not any("reusing the previous plan" in line for line in lines)
+
+
+def test_survey_readings_count_passing_seeds_and_failed_gates():
+    survey = pd.DataFrame({"task": ["a", "a", "b"], "seed": [0, 1, 0],
+                           "heldout_fit": [True, False, True], "q_ensemble_sane": [True, True, False],
+                           "policy_beats_random": [True, False, False], "passes_all_gates": [True, False, False],
+                           "policy_eval_return": [10.0, 20.0, 0.0], "random_eval_return": [5.0, 5.0, 0.0]})
+    lines = B.survey_readings(survey)
+    assert lines[0] == ("- a: 1/2 seeds pass every blocking gate (failed: heldout_fit on 1, policy_beats_random on 1); "
+                        "policy 15.0 vs random 5.0 (mean over seeds).")
+    assert lines[1].startswith("- b: 0/1 seeds pass") and "q_ensemble_sane on 1, policy_beats_random on 1" in lines[1]

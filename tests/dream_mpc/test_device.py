@@ -41,7 +41,7 @@ def test_gpu_block_builds_at_full_size():
     """The gpu block resolves to TD-MPC2's sizes and every object it configures can be built."""
     gpu = _gpu_block()
     assert ComputeResource(profile="gpu").params("dream_mpc")["model"]["latent_dim"] == 512
-    spec = envs.task_spec(gpu["tasks"][0], int(gpu["time_limit_steps"]), int(gpu["action_repeat"]))
+    spec = envs.task_spec(gpu["tasks"][0], int(gpu["time_limit_steps"]), dream.action_repeat(gpu, gpu["tasks"][0]))
     cfg = dream._model_config(spec.to_dict(), gpu)
     model = M.WorldModel(cfg)
     L, Hd, E, A, O, K, nb = cfg.latent_dim, cfg.mlp_dim, cfg.enc_dim, cfg.act_dim, cfg.obs_dim, cfg.num_q, cfg.num_bins
