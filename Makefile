@@ -5,13 +5,15 @@ VENV := .venv
 DVC_VENV := .venv-dvc
 PROFILE ?= cpu
 PORT ?= 3000
+PAPERS ?=
+FORCE ?=
 
 export DAGSTER_HOME := $(CURDIR)/.dagster
 export GX_ANALYTICS_ENABLED := false
 export DAGSTER_DISABLE_TELEMETRY := 1
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: venv reproduce test ui dvc-repro bench clean-data
+.PHONY: venv reproduce test lint ui dvc-repro bench clean-data
 
 # Project environment. torch first, from the local CPU wheel: an unpinned torch would pull
 # a multi-GB CUDA build. The generic top-level packages are not installed (packages = []).
@@ -32,9 +34,10 @@ venv: $(VENV)/.installed $(DVC_VENV)/.installed
 	ln -sf ../../$(DVC_VENV)/bin/dvc $(VENV)/bin/dvc
 	mkdir -p $(DAGSTER_HOME)
 
-## make reproduce: every paper at the cpu profile, warehouse, scorecard (PROFILE=smoke|cpu|gpu)
+## make reproduce: the papers that changed (DVC), then warehouse and scorecard
+##   PAPERS="oscs brew" a subset; FORCE=1 recompute; PROFILE=smoke|gpu uncached
 reproduce: venv
-	$(VENV)/bin/python -m jobs.run all --profile $(PROFILE)
+	$(VENV)/bin/python -m jobs.reproduce --profile $(PROFILE) $(if $(PAPERS),--papers $(PAPERS)) $(if $(FORCE),--force)
 
 ## make test: unit, wiring, gating, platform and UI tests
 # The Dask scale-out test runs first, in its own pytest process: at the end of the long suite
@@ -43,11 +46,15 @@ test: venv
 	$(VENV)/bin/python -m pytest -m dask
 	$(VENV)/bin/python -m pytest -m "not dask"
 
+## make lint: ruff (E, F, I, B; line length 120)
+lint: venv
+	$(VENV)/bin/ruff check .
+
 ## make ui: Dagster web UI (and schedule daemon) on http://127.0.0.1:$(PORT)
 ui: venv
 	$(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p $(PORT)
 
-## make dvc-repro: rebuild DVC stages (one per paper + warehouse)
+## make dvc-repro: plain `dvc repro` of every paper stage (make reproduce adds progress + warehouse)
 dvc-repro: venv
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/dvc repro
 
@@ -61,4 +68,4 @@ bench: venv
 	$(VENV)/bin/python benchmarks/viar_throughput.py
 
 clean-data:
-	rm -rf data/oscs data/results data/reports data/results.duckdb data/results.duckdb.lock
+	find data -mindepth 1 -maxdepth 1 ! -name .gitkeep ! -name README.md -exec rm -rf {} +

@@ -1,32 +1,22 @@
 """All of paperlab as one Dagster code location (workspace.yaml loads this module).
 
-PAPERS is the explicit registry: slug -> the module whose `assets`, `asset_checks` and
-`REPORT_KEY` make up that paper's asset group. Adding a paper = one line here.
+The registry is jobs/papers.py (plain data); each registered module exports PAPER, built
+with assets/common/paper.py. This module is wiring only: groups, jobs, schedules, resources.
 """
 from __future__ import annotations
 
 import functools
-import importlib
-from types import ModuleType
 
 import dagster as dg
 
+from jobs.papers import PAPERS, load_papers
 from jobs.platform import PLATFORM_GROUP, build_platform_assets
 from resources.artifacts import ArtifactsResource, PaperlabIOManager
 from resources.compute import ComputeResource
 from resources.profiles import default_profile
 from resources.warehouse import WarehouseResource
 
-PAPERS: dict[str, str] = {
-    "oscs": "assets.oscs.definitions",
-    "pac_labels": "assets.pac_labels.definitions",
-    "brew": "assets.brew.definitions",
-    "logit_distill": "assets.logit_distill.definitions",
-    "spgcl": "assets.spgcl.definitions",
-    "diffusion_w2": "assets.diffusion_w2.definitions",
-    "viar": "assets.viar.definitions",
-    "dream_mpc": "assets.dream_mpc.definitions",
-}
+__all__ = ["PAPERS", "defs", "build_definitions", "dask_definitions", "resources"]
 
 # Weekly, staggered by paper; created STOPPED: turn on in the UI (Automation tab).
 SCHEDULE_CRON = "0 3 * * 0"
@@ -34,10 +24,6 @@ SCHEDULE_CRON = "0 3 * * 0"
 # Multiprocess by default (max_concurrent defaults to the CPU count: 2 here), switchable to
 # in-process from run config: execution: {config: {in_process: {}}}.
 EXECUTOR = dg.multi_or_in_process_executor
-
-
-def paper_modules() -> dict[str, ModuleType]:
-    return {slug: importlib.import_module(module) for slug, module in PAPERS.items()}
 
 
 def paper_job(slug: str, executor_def: dg.ExecutorDefinition | None = None) -> dg.UnresolvedAssetJobDefinition:
@@ -77,12 +63,11 @@ def build_definitions(executor: dg.ExecutorDefinition = EXECUTOR) -> dg.Definiti
     (multiprocess; `dask_definitions()` builds the same graph on the dagster-dask executor)."""
     from dagster_dask import dask_executor
 
-    modules = paper_modules()
     assets, checks, jobs, schedules, report_keys = [], [], [], [], []
-    for slug, module in modules.items():
-        assets += module.assets
-        checks += module.asset_checks
-        report_keys.append(module.REPORT_KEY)
+    for slug, paper in load_papers().items():
+        assets += paper.assets
+        checks += paper.asset_checks
+        report_keys.append(paper.report_key)
         job = paper_job(slug)
         jobs.append(job)
         schedules.append(paper_schedule(slug, job))

@@ -1,25 +1,32 @@
 """Command line entry: run paper jobs (or everything) at a profile, then print the scorecard.
 
-    python -m jobs.run all --profile cpu          # what `make reproduce` runs
-    python -m jobs.run oscs --profile smoke        # one paper (its whole group)
-    python -m jobs.run all --dask tcp://host:8786  # on an existing Dask scheduler
+    python -m jobs.run oscs --profile smoke        # one paper (its whole group), then warehouse
+    python -m jobs.run all --profile cpu           # every paper in one Dagster run, no caching
+    python -m jobs.run all --dask tcp://host:8786  # on an existing Dagster-dask scheduler
+    python -m jobs.run warehouse                   # reload the warehouse, rebuild the scorecard
 
-Runs go to the Dagster instance in $DAGSTER_HOME (the Makefile sets <repo>/.dagster), so
-they show up in the web UI. Exit status is non-zero when a run fails; red claims are
-results, not failures.
+`make reproduce` uses jobs.reproduce instead, which runs only the papers that changed.
+Runs go to the Dagster instance in $DAGSTER_HOME; when it is unset, the repository's .dagster
+(an absolute path) is used and the command says so, so runs show up in the web UI from any
+shell. Each paper run appends its wall time to data/runs/<slug>/jobs.jsonl (the warehouse's
+`runs` table). Exit status is non-zero when a run fails; red claims are results, not failures.
 """
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
 import sys
 import time
 from pathlib import Path
 
-import dagster as dg
-
-from resources.artifacts import data_root
+from jobs.papers import PAPERS
 from resources.profiles import PROFILES, REPO_ROOT, default_profile
+
+DAGSTER_HOME_DEFAULT = REPO_ROOT / ".dagster"
+# Step processes fork from a server that imported the code location once: a spawned step
+# process would spend ~6 s importing every paper before doing anything.
+FORKSERVER = {"config": {"multiprocess": {"start_method": {"forkserver": {"preload_modules": ["jobs.definitions"]}}}}}
 
 
 def _job_name(target: str) -> str:
@@ -36,19 +43,27 @@ def run_config(profile: str, dask: str | None) -> dict:
                     "loggers": {"console": {"config": {"log_level": "INFO"}}}}
     if dask:
         config["execution"] = {"config": {"cluster": {"existing": {"address": dask}}}}
+    else:
+        config["execution"] = FORKSERVER
     return config
 
 
-def _instance() -> dg.DagsterInstance:
+def ensure_dagster_home() -> Path:
+    """$DAGSTER_HOME when set (must be absolute), else <repo>/.dagster (said on stderr).
+    Sets the variable for this process and its children (executor subprocesses, dvc)."""
     home = os.environ.get("DAGSTER_HOME")
     if home:
         path = Path(home)
         if not path.is_absolute():
             raise SystemExit(f"DAGSTER_HOME must be an absolute path, got {home!r}")
-        path.mkdir(parents=True, exist_ok=True)
-        return dg.DagsterInstance.get()
-    print("DAGSTER_HOME is unset: using an ephemeral instance (runs are not recorded)", file=sys.stderr)
-    return dg.DagsterInstance.ephemeral()
+    else:
+        path = DAGSTER_HOME_DEFAULT
+        print(f"DAGSTER_HOME is unset: using {path}", file=sys.stderr)
+        os.environ["DAGSTER_HOME"] = str(path)
+    path.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("DAGSTER_DISABLE_TELEMETRY", "1")
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    return path
 
 
 def get_job(name: str, dask: bool = False):
@@ -59,9 +74,44 @@ def get_job(name: str, dask: bool = False):
     return (dask_definitions() if dask else defs).resolve_job_def(name)
 
 
-def main(argv: list[str] | None = None) -> int:
-    from jobs.definitions import PAPERS
+def reconstructable_job(name: str, dask: bool = False):
+    import dagster as dg
 
+    return dg.build_reconstructable_job("jobs.run", "get_job", reconstructable_args=(name, dask),
+                                        reconstructor_working_directory=str(REPO_ROOT))
+
+
+def execute(target: str, profile: str, dask: str | None = None) -> bool:
+    """Run one target's job on the instance; record a paper run's wall time. True on success."""
+    import dagster as dg
+
+    from resources.warehouse import append_job_record
+
+    name = _job_name(target)
+    started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    start = time.monotonic()
+    with dg.DagsterInstance.get() as instance:
+        result = dg.execute_job(reconstructable_job(name, dask=bool(dask)), instance=instance,
+                                run_config=run_config(profile, dask), raise_on_error=False)
+    took = time.monotonic() - start
+    status = "success" if result.success else "failure"
+    if target in PAPERS:
+        append_job_record(target, {"run_id": result.run_id, "profile": profile, "wall_seconds": round(took, 1),
+                                   "status": status, "started_at": started})
+    print(f"=== {name}: {'success' if result.success else 'FAILED'} in {took:.0f} s (run {result.run_id}) ===",
+          flush=True)
+    return result.success
+
+
+def print_scorecard() -> None:
+    from resources.artifacts import data_root
+
+    scorecard = data_root() / "reports" / "SCORECARD.md"
+    if scorecard.exists():
+        print("\n" + scorecard.read_text(encoding="utf-8"))
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m jobs.run", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("target", nargs="?", default="all",
@@ -77,31 +127,18 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown target {args.target!r}")
     profile = args.profile or default_profile()
     os.chdir(REPO_ROOT)
-    instance = _instance()
+    ensure_dagster_home()
 
     targets = [args.target]
     if args.target in PAPERS and not args.no_warehouse:
         targets.append("warehouse")
     ok = True
     for target in targets:
-        name = _job_name(target)
-        print(f"\n=== paperlab: {name} at the {profile} profile ===", flush=True)
-        start = time.monotonic()
-        result = dg.execute_job(reconstructable_job(name, dask=bool(args.dask)), instance=instance, run_config=run_config(profile, args.dask),
-                                raise_on_error=False)
-        took = time.monotonic() - start
-        print(f"=== {name}: {'success' if result.success else 'FAILED'} in {took:.0f} s "
-              f"(run {result.run_id}) ===", flush=True)
-        ok = ok and result.success
-    scorecard = data_root() / "reports" / "SCORECARD.md"
-    if scorecard.exists():
-        print("\n" + scorecard.read_text(encoding="utf-8"))
+        print(f"\n=== paperlab: {_job_name(target)} at the {profile} profile ===", flush=True)
+        ok = execute(target, profile, args.dask) and ok
+    if "warehouse" in targets or args.target == "all":
+        print_scorecard()
     return 0 if ok else 1
-
-
-def reconstructable_job(name: str, dask: bool = False):
-    return dg.build_reconstructable_job("jobs.run", "get_job", reconstructable_args=(name, dask),
-                                        reconstructor_working_directory=str(REPO_ROOT))
 
 
 if __name__ == "__main__":

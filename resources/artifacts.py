@@ -1,10 +1,16 @@
 """Artifacts: deterministic paths under data/, checkpoints, and the IO manager.
 
-Layout (all generated, DVC-tracked, never committed):
-    data/<slug>/<asset>.parquet|.json   asset values (the IO manager)
-    data/<slug>/checkpoints/            torch state_dicts + JSON sidecars
-    data/results/<slug>/<table>.parquet tidy rows for the warehouse
-    data/reports/<slug>/                markdown report, PNG plots, metrics.json
+Layout (all generated, never committed):
+    data/<slug>/<asset>.parquet|.json   asset values (the IO manager)            DVC-tracked
+    data/<slug>/checkpoints/            torch state_dicts + JSON sidecars        DVC-tracked
+    data/results/<slug>/<table>.parquet tidy rows for the warehouse              DVC-tracked
+    data/reports/<slug>/                REPORT.md, PNG plots, metrics.json       DVC-tracked
+    data/runs/<slug>/                   run records: run id, git sha, times, check rows,
+                                        wall-clock measurements, the report payload  (not DVC)
+
+Everything DVC tracks is a deterministic function of code, parameters and seeds: a rerun at
+the same seed writes the same bytes. What a rerun cannot repeat (run ids, timestamps, wall
+clock) goes to data/runs/, which the warehouse reads but DVC does not track.
 """
 from __future__ import annotations
 
@@ -22,6 +28,10 @@ from resources.versioning import file_md5
 
 
 DATA_DIR_ENV_VAR = "PAPERLAB_DATA_DIR"
+# asset metadata flag: the value is a run record (wall-clock measurements, the report
+# payload) and is stored under data/runs/, outside DVC's outputs
+VOLATILE = "paperlab/volatile"
+RESERVED_DIRS = ("results", "reports", "runs", "platform", "inputs")
 
 
 def data_root(root: str | Path = "data") -> Path:
@@ -41,6 +51,11 @@ def data_ref(path: Path) -> str:
 
 def resolve_data_ref(ref: str) -> Path:
     return data_root() / ref
+
+
+def runs_dir(slug: str, root: str | Path = "data") -> Path:
+    """data/runs/<slug>: this paper's run records (not tracked by DVC)."""
+    return _mkdir(data_root(root) / "runs" / slug)
 
 
 def _json_default(value: Any) -> Any:
@@ -99,6 +114,41 @@ def save_state_dict(path: Path, state: dict[str, Any], sidecar: dict[str, Any]) 
     return full
 
 
+def save_checkpoint(path: Path, state: dict[str, Any], *, provenance: dict[str, Any], config: Any = None,
+                    seed: int | None = None, device: str = "cpu", **extra: Any) -> dict[str, Any]:
+    """Save a state_dict with a sidecar recording where it came from, and return the
+    reference an asset value carries: {"checkpoint": data-root-relative path, "md5"}.
+
+    provenance: compute.provenance(slug) (profile, params hash); config: the model config
+    (dataclass or dict); the torch version, md5 and tensor shapes are added by
+    save_state_dict. No git sha or time: the file is a reproducible output.
+    """
+    sidecar = {**provenance, "config": _plain(config), "seed": seed, "device": device, **extra}
+    written = save_state_dict(path, state, sidecar)
+    return {"checkpoint": data_ref(path), "md5": written["md5"]}
+
+
+def load_checkpoint(ref: str | dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(state_dict, sidecar) of a reference written by save_checkpoint (or its path string);
+    weights_only, on the CPU, md5-checked."""
+    path = ref["checkpoint"] if isinstance(ref, dict) else ref
+    return load_state_dict(resolve_data_ref(path))
+
+
+def _plain(value: Any) -> Any:
+    """JSON-able form of a config: dataclasses and read-only mappings become dicts."""
+    import dataclasses
+    from collections.abc import Mapping
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
 def sidecar_path(path: Path) -> Path:
     return path.with_suffix(path.suffix + ".json")
 
@@ -131,6 +181,9 @@ class ArtifactsResource(dg.ConfigurableResource):
     def report_dir(self, slug: str) -> Path:
         return _mkdir(data_root(self.root) / "reports" / slug)
 
+    def runs_dir(self, slug: str) -> Path:
+        return runs_dir(slug, self.root)
+
 
 def _mkdir(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
@@ -142,17 +195,20 @@ class PaperlabIOManager(dg.ConfigurableIOManager):
 
     DataFrames → .parquet, dicts/lists → .json. Human-readable, DVC-trackable, and loadable
     without pickle. Each output's path, md5 and size go into the materialization metadata.
+    Assets whose metadata sets VOLATILE (run records) are stored under data/runs/ instead.
     """
 
     root: str = "data"
 
-    def _base(self, key: dg.AssetKey) -> Path:
-        return data_root(self.root).joinpath(*key.path)
+    def _base(self, key: dg.AssetKey, volatile: bool = False) -> Path:
+        root = data_root(self.root) / "runs" if volatile else data_root(self.root)
+        return root.joinpath(*key.path)
 
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
         if obj is None:
             return
-        base = self._base(context.asset_key)
+        volatile = bool((context.definition_metadata or {}).get(VOLATILE))
+        base = self._base(context.asset_key, volatile)
         if isinstance(obj, pd.DataFrame):
             path = write_parquet(base.with_suffix(".parquet"), obj)
             meta = {"rows": len(obj), "columns": ", ".join(map(str, obj.columns))}
@@ -168,22 +224,22 @@ class PaperlabIOManager(dg.ConfigurableIOManager):
                                      **_provenance(context)})
 
     def load_input(self, context: dg.InputContext) -> Any:
+        for base in (self._base(context.asset_key), self._base(context.asset_key, volatile=True)):
+            if base.with_suffix(".parquet").exists():
+                return pd.read_parquet(base.with_suffix(".parquet"))
+            if base.with_suffix(".json").exists():
+                return read_json(base.with_suffix(".json"))
         base = self._base(context.asset_key)
-        if base.with_suffix(".parquet").exists():
-            return pd.read_parquet(base.with_suffix(".parquet"))
-        if base.with_suffix(".json").exists():
-            return read_json(base.with_suffix(".json"))
         raise FileNotFoundError(f"no stored value for {context.asset_key.to_user_string()} under "
                                 f"{base}(.parquet|.json): materialize it first")
 
 
 def _provenance(context: dg.OutputContext) -> dict[str, str]:
-    """git sha, profile and params hash of the paper, on every stored output."""
-    from resources.versioning import git_sha, provenance
+    """git sha, profile and params hash of the paper, on every stored output's metadata."""
+    from resources.versioning import git_sha
 
     slug = context.asset_key.path[0]
     try:
-        profile = context.step_context.resources.compute.profile
-        return provenance(slug, profile)
+        return {"git_sha": git_sha(), **context.step_context.resources.compute.provenance(slug)}
     except Exception:  # no compute resource (platform assets, bare tests) or no params block
         return {"git_sha": git_sha()}

@@ -1,4 +1,13 @@
-"""The `compute` resource: profile, device, threads, seeds, determinism."""
+"""The `compute` resource: profile, parameters, device, threads and workers, seeds, determinism.
+
+One thread policy for every paper (2 shared cores; many processes × many threads thrash):
+- `threads` is the torch intra-op thread budget of one step process (default 1);
+- `torch_threads(cap)` is what a workload actually uses: min(threads, cap), where a paper
+  caps it (thousands of tiny ops run fastest on one thread);
+- `blas_limits()` bounds BLAS/OpenMP threads of numpy/scipy to the same budget;
+- `workers(jobs, requested)` is how many spawned worker processes independent jobs get:
+  1 on a GPU (one device, no CUDA in workers), else min(requested, jobs, CPU count).
+"""
 from __future__ import annotations
 
 import os
@@ -10,7 +19,7 @@ import dagster as dg
 import numpy as np
 from pydantic import Field
 
-from resources.profiles import PROFILES, check_profile, load_params
+from resources.profiles import PROFILES, check_profile, deep_merge, load_params
 
 DEVICES = ("auto", "cpu", "cuda")
 
@@ -28,20 +37,32 @@ class ComputeResource(dg.ConfigurableResource):
     """Where and how paper code runs.
 
     `profile` is the one switch between smoke / cpu / gpu scale; it is shown (and can be
-    changed) in the launchpad under resources.compute.config.profile. Frozen like every
+    changed) in the launchpad under resources.compute.config.profile. `params_overrides`
+    deep-merges into a paper's parameters ({"oscs": {"stream_length": 300}}): for one-off
+    runs from the launchpad and for tests; the params hash includes it. Frozen like every
     ConfigurableResource: methods compute, they never mutate.
     """
 
     profile: str = Field(default="cpu",
                          description=f"Run scale, one of {', '.join(PROFILES)} (params.yaml).")
     device: str = Field(default="auto", description="auto (cuda when available), cpu or cuda.")
-    threads: int = Field(default=1, description="Torch threads per step process (2 cores run two steps at once).")
+    threads: int = Field(default=1, description="Torch/BLAS threads per step process (2 cores run two steps at once).")
     deterministic: bool = Field(default=True, description="Deterministic torch kernels.")
     base_seed: int = Field(default=0, description="Root of every seed derived by rng().")
+    params_overrides: dict[str, Any] = Field(
+        default={}, description="Per-paper parameter overrides, deep-merged into params.yaml's block.")
 
     def params(self, slug: str) -> dict[str, Any]:
-        """The paper's parameter block for the active profile (params.yaml)."""
-        return load_params(slug, check_profile(self.profile))
+        """The paper's parameter block for the active profile (params.yaml + overrides)."""
+        params = load_params(slug, check_profile(self.profile))
+        override = self.params_overrides.get(slug)
+        return deep_merge(params, override) if override else params
+
+    def provenance(self, slug: str) -> dict[str, str]:
+        """Deterministic provenance for files: profile and params hash (no git sha or time)."""
+        from resources.versioning import params_hash
+
+        return {"profile": self.profile, "params_hash": params_hash(self.params(slug))}
 
     def rng(self, *keys: Any) -> np.random.Generator:
         """A numpy Generator seeded from base_seed and keys, e.g. rng("oscs", "stream", 3)."""
@@ -61,14 +82,28 @@ class ComputeResource(dg.ConfigurableResource):
             raise RuntimeError("device='cuda' was requested but torch sees no CUDA GPU")
         return "cuda" if cuda else "cpu"
 
-    def torch(self, seed: int | None = None):
-        """Import torch configured for this resource: threads, determinism, seed.
+    def torch_threads(self, cap: int | None = None) -> int:
+        """Intra-op threads for a workload: the resource's budget, capped by the paper."""
+        return max(1, min(self.threads, int(cap) if cap else self.threads))
 
-        Torch is imported lazily so numpy-only papers never pay its import time.
-        """
+    def workers(self, jobs: int, requested: int = 1) -> int:
+        """Worker processes for `jobs` independent jobs (1 = in this process)."""
+        if self.resolved_device() != "cpu":
+            return 1
+        return max(1, min(int(requested), int(jobs), os.cpu_count() or 1))
+
+    def blas_limits(self, threads: int | None = None):
+        """Context manager bounding BLAS/OpenMP threads (numpy, scipy) to the budget."""
+        from threadpoolctl import threadpool_limits
+
+        return threadpool_limits(limits=self.torch_threads(threads), user_api="blas")
+
+    def torch(self, seed: int | None = None, threads: int | None = None):
+        """Import torch configured for this resource: threads (capped by `threads`),
+        determinism, seed. Torch is imported lazily so numpy-only papers never pay for it."""
         import torch
 
-        torch.set_num_threads(self.threads)
+        torch.set_num_threads(self.torch_threads(threads))
         if self.deterministic:
             os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
             torch.use_deterministic_algorithms(True, warn_only=True)

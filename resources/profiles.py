@@ -1,11 +1,21 @@
-"""Profiles (smoke / cpu / gpu) and the parameters in params.yaml — no Dagster import.
+"""Profiles and run parameters in params.yaml — no Dagster import.
 
 params.yaml at the repository root is the single source of truth for run parameters; DVC
-tracks it, the `compute` resource reads it, tests read it.
+tracks it, the `compute` resource reads it, tests read it. Each paper's section is
+
+    <slug>:
+      base:  {...}   # values shared by the profiles
+      smoke: {...}   # overrides of base (deep-merged: mappings merge, everything else replaces)
+      cpu:   {...}
+      gpu:   {...}
+
+The file is parsed once per process and re-read only when it changes on disk.
 """
 from __future__ import annotations
 
+import copy
 import os
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +26,7 @@ PARAMS_FILE = REPO_ROOT / "params.yaml"
 PROFILES = ("smoke", "cpu", "gpu")
 PROFILE_ENV_VAR = "PAPERLAB_PROFILE"
 DEFAULT_PROFILE = "cpu"
+SECTION_KEYS = ("base", *PROFILES)
 
 
 def default_profile() -> str:
@@ -29,24 +40,53 @@ def check_profile(profile: str) -> str:
     return profile
 
 
+def file_stamp(path: Path) -> tuple[str, int, int]:
+    """(path, mtime, size): a cache key that changes when the file does."""
+    stat = Path(path).stat()
+    return str(path), stat.st_mtime_ns, stat.st_size
+
+
+@lru_cache(maxsize=8)
+def _parse(stamp: tuple[str, int, int]) -> dict[str, Any]:
+    with open(stamp[0], encoding="utf-8") as fh:
+        return yaml.safe_load(fh) or {}
+
+
 def load_all_params(path: Path = PARAMS_FILE) -> dict[str, Any]:
-    with open(path, encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
+    """The whole file as parsed (cached until the file changes). Do not mutate it."""
+    return _parse(file_stamp(path))
+
+
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """A new dict: mappings merge key by key, every other value of `override` replaces."""
+    out = copy.deepcopy(base)
+    for name, value in (override or {}).items():
+        if isinstance(value, dict) and isinstance(out.get(name), dict):
+            out[name] = deep_merge(out[name], value)
+        else:
+            out[name] = copy.deepcopy(value)
+    return out
 
 
 def load_params(slug: str, profile: str, path: Path = PARAMS_FILE) -> dict[str, Any]:
-    """The parameter block of one paper at one profile.
+    """The parameter block of one paper at one profile: base deep-merged with the profile.
 
-    Raises KeyError naming the missing paper or profile, so a typo in params.yaml is an
-    error at the first asset, not a silent default.
+    Raises KeyError naming the missing paper or profile, and ValueError for a section with
+    keys other than base/smoke/cpu/gpu, so a typo in params.yaml is an error at the first
+    asset, not a silent default.
     """
     check_profile(profile)
     params = load_all_params(path)
     if slug not in params:
         raise KeyError(f"params.yaml has no section for paper {slug!r}")
-    if profile not in params[slug]:
+    section = params[slug]
+    unknown = sorted(set(section) - set(SECTION_KEYS))
+    if unknown:
+        raise ValueError(f"params.yaml: {slug} has keys {unknown}; a paper section holds only "
+                         f"{', '.join(SECTION_KEYS)}")
+    if profile not in section:
         raise KeyError(f"params.yaml: paper {slug!r} has no {profile!r} profile")
-    return dict(params[slug][profile])
+    return deep_merge(section.get("base") or {}, section[profile] or {})
 
 
 def base_seed(path: Path = PARAMS_FILE) -> int:

@@ -4,7 +4,7 @@
                             name="oscs_scores")
     return gx_check_result(result)            # inside an @asset_check
 
-Each validation uses a fresh ephemeral context, a pandas datasource and a whole-dataframe
+No Dagster import at module level. Each validation uses a fresh ephemeral context, a pandas datasource and a whole-dataframe
 batch; nothing is written to disk. GX is imported lazily (it is slow to import).
 """
 from __future__ import annotations
@@ -13,7 +13,6 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-import dagster as dg
 import pandas as pd
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
@@ -44,8 +43,15 @@ class ValidationResult:
         parts = []
         for f in self.failed:
             where = f.get("column") or ""
-            detail = f.get("unexpected_count")
-            detail = f"{detail} unexpected" if detail is not None else f"observed {f.get('observed_value')}"
+            count = f.get("unexpected_count")
+            if count:
+                detail = f"{count} unexpected (e.g. {f.get('partial_unexpected_list', [])[:3]})"
+            elif f.get("missing"):
+                detail = f"missing {f['missing']}"
+            elif f.get("observed_value") is not None:
+                detail = f"observed {f['observed_value']}"
+            else:
+                detail = f.get("exception") or "failed"
             parts.append(f"{f['type']}({where}): {detail}")
         return f"{self.suite}: {len(self.failed)}/{self.evaluated} failed — " + "; ".join(parts)
 
@@ -81,13 +87,17 @@ def validate_frame(frame: pd.DataFrame, expectations: list[Expectation], name: s
                        "unexpected_count": res.get("unexpected_count"),
                        "partial_unexpected_list": (res.get("partial_unexpected_list") or [])[:10],
                        "observed_value": res.get("observed_value"),
+                       "missing": (res.get("partial_missing_list") or [])[:10],
                        "exception": (r.get("exception_info") or {}).get("exception_message")})
     return ValidationResult(bool(result["success"]), failed, len(result["results"]), name)
 
 
-def gx_check_result(result: ValidationResult, extra: dict[str, Any] | None = None,
-                    severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR) -> dg.AssetCheckResult:
-    """An AssetCheckResult carrying the failed expectations as JSON metadata."""
+def gx_check_result(result: ValidationResult, extra: dict[str, Any] | None = None, severity=None):
+    """An AssetCheckResult carrying the failed expectations as JSON metadata (Dagster is
+    imported here only, so pure check modules can use validate_frame)."""
+    import dagster as dg
+
+    severity = severity or dg.AssetCheckSeverity.ERROR
     metadata: dict[str, Any] = {"summary": result.summary(), "evaluated": result.evaluated,
                                 "failed_expectations": dg.MetadataValue.json(result.failed)}
     metadata.update(extra or {})

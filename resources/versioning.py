@@ -47,6 +47,12 @@ def params_hash(params: dict[str, Any]) -> str:
 
 
 def provenance(slug: str, profile: str) -> dict[str, str]:
-    """What every materialization records: git sha, profile, params hash."""
-    return {"git_sha": git_sha(), "profile": profile,
-            "params_hash": params_hash(load_params(slug, profile))}
+    """What files record: profile and params hash. Deterministic (no git sha, no time), so
+    a rerun at the same seed writes the same bytes; prefer compute.provenance(slug), which
+    includes the resource's parameter overrides."""
+    return {"profile": profile, "params_hash": params_hash(load_params(slug, profile))}
+
+
+def run_provenance(slug: str, profile: str) -> dict[str, str]:
+    """What run records and UI metadata carry: provenance plus the git sha."""
+    return {"git_sha": git_sha(), **provenance(slug, profile)}

@@ -1,12 +1,24 @@
-"""Shared fixtures: every test writes under a temporary data directory, never data/."""
+"""Shared fixtures. Every test writes under a temporary data directory, never data/.
+
+- `data_dir`: a fresh PAPERLAB_DATA_DIR for one test.
+- `smoke(slug)`: the paper's whole smoke group, materialized once per test session into a
+  shared directory (every paper test reads the same run instead of repeating it).
+- `rerun(paper, [names], tmp_path, monkeypatch)`: a gating test's run — a copy of the smoke
+  outputs, then only the named assets (and their checks) materialized again on top of the
+  stored upstream values, so a corrupted asset costs seconds, not a whole group.
+"""
 from __future__ import annotations
 
 import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DAGSTER_DISABLE_TELEMETRY", "1")
+DATA_DIR_ENV = "PAPERLAB_DATA_DIR"
 
 
 @pytest.fixture
@@ -14,46 +26,150 @@ def data_dir(tmp_path, monkeypatch):
     """A fresh PAPERLAB_DATA_DIR for one test (the IO manager, reports, warehouse use it)."""
     path = tmp_path / "data"
     path.mkdir()
-    monkeypatch.setenv("PAPERLAB_DATA_DIR", str(path))
+    monkeypatch.setenv(DATA_DIR_ENV, str(path))
     return path
+
+
+def smoke_resources_dict(**compute_fields) -> dict:
+    from jobs.definitions import resources
+    from resources.compute import ComputeResource
+
+    res = resources()
+    res["compute"] = ComputeResource(profile="smoke", **compute_fields)
+    return res
 
 
 @pytest.fixture
 def smoke_resources(data_dir):
     """The project's resources at the smoke profile, writing under data_dir."""
-    from jobs.definitions import resources
-    from resources.compute import ComputeResource
-
-    res = resources()
-    res["compute"] = ComputeResource(profile="smoke")
-    return res
-
-
-def materialize_paper(module, resources, raise_on_error: bool = False):
-    """Materialize one paper's whole group (assets + checks) in process."""
-    import dagster as dg
-
-    return dg.materialize([*module.assets, *module.asset_checks], resources=resources,
-                          raise_on_error=raise_on_error)
+    return smoke_resources_dict()
 
 
 def outcomes(result) -> dict:
     """{"assets": materialized asset keys (str), "checks": {check name: passed}}."""
-    assets = {m.asset_key.to_user_string() for m in result.get_asset_materialization_events()
-              for m in [m.event_specific_data.materialization]}
+    assets = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
     return {"assets": assets, "checks": checks}
 
 
-def assert_group_complete(module, result) -> dict:
+@dataclass
+class SmokeRun:
+    paper: object                # PaperDefinition
+    result: object               # dagster ExecuteInProcessResult
+    seen: dict                   # outcomes(result)
+    data_dir: Path
+
+    def value(self, name: str):
+        """The stored value of <slug>/<name> (parquet → DataFrame, json → dict)."""
+        import pandas as pd
+
+        from resources.artifacts import read_json
+
+        for base in (self.data_dir, self.data_dir / "runs"):
+            stem = base / self.paper.slug / name
+            if stem.with_suffix(".parquet").exists():
+                return pd.read_parquet(stem.with_suffix(".parquet"))
+            if stem.with_suffix(".json").exists():
+                return read_json(stem.with_suffix(".json"))
+        raise FileNotFoundError(f"{self.paper.slug}/{name} was not stored under {self.data_dir}")
+
+
+def _with_data_dir(path: Path):
+    """Context manager: PAPERLAB_DATA_DIR = path for a block (session fixtures can't monkeypatch)."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def scope():
+        before = os.environ.get(DATA_DIR_ENV)
+        os.environ[DATA_DIR_ENV] = str(path)
+        try:
+            yield path
+        finally:
+            if before is None:
+                os.environ.pop(DATA_DIR_ENV, None)
+            else:
+                os.environ[DATA_DIR_ENV] = before
+
+    return scope()
+
+
+def materialize_group(paper, resources: dict, data_dir: Path, selection=None):
+    import dagster as dg
+
+    with _with_data_dir(data_dir):
+        return dg.materialize([*paper.assets, *paper.asset_checks], resources=resources,
+                              selection=selection, raise_on_error=False)
+
+
+@pytest.fixture(scope="session")
+def smoke_root(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("smoke")
+
+
+_SMOKE_RUNS: dict[str, SmokeRun] = {}
+
+
+@pytest.fixture(scope="session")
+def smoke(smoke_root):
+    """smoke(slug) -> SmokeRun: the paper's whole smoke group, run once per session."""
+    from jobs.papers import load_paper
+
+    def get(slug: str) -> SmokeRun:
+        if slug not in _SMOKE_RUNS:
+            paper = load_paper(slug)
+            root = smoke_root / slug
+            root.mkdir(exist_ok=True)
+            result = materialize_group(paper, smoke_resources_dict(), root)
+            _SMOKE_RUNS[slug] = SmokeRun(paper, result, outcomes(result), root)
+        return _SMOKE_RUNS[slug]
+
+    return get
+
+
+def copy_smoke(run: SmokeRun, dest: Path) -> Path:
+    """A private copy of a smoke run's data directory (tests may corrupt it)."""
+    shutil.copytree(run.data_dir, dest)
+    return dest
+
+
+def rerun(run: SmokeRun, names: list[str], dest: Path, **compute_fields) -> dict:
+    """Materialize only <slug>/<name> for `names` (with their checks) on a copy of the smoke
+    outputs; returns outcomes(). Patch the pure function feeding the gated asset first."""
+    import dagster as dg
+
+    root = copy_smoke(run, dest)
+    keys = [dg.AssetKey([run.paper.slug, n]) for n in names]
+    result = materialize_group(run.paper, smoke_resources_dict(**compute_fields), root,
+                               selection=dg.AssetSelection.assets(*keys))
+    return outcomes(result)
+
+
+def assert_group_complete(run: SmokeRun) -> dict:
     """The smoke contract of a paper group: the run succeeded, every asset materialized,
-    every blocking check ran and passed, and there is one claim check per claim id.
-    Returns outcomes(result) for further assertions."""
-    seen = outcomes(result)
-    assert result.success
-    assert seen["assets"] == {a.key.to_user_string() for a in module.assets}
-    blocking = {spec.name for c in module.asset_checks for spec in c.check_specs if spec.blocking}
-    assert blocking and all(seen["checks"][name] for name in blocking), \
-        {n: seen["checks"].get(n) for n in blocking}
-    assert {f"claim_{cid}" for cid in module.CLAIM_IDS} <= set(seen["checks"])
+    every blocking check ran and passed, and there is one claim check per claim id."""
+    paper, seen = run.paper, run.seen
+    assert run.result.success
+    assert seen["assets"] == {k.to_user_string() for k in paper.keys}
+    blocking = {spec.name for c in paper.asset_checks for spec in c.check_specs if spec.blocking}
+    assert blocking and all(seen["checks"].get(name) for name in blocking), \
+        {n: seen["checks"].get(n) for n in blocking if not seen["checks"].get(n)}
+    assert {f"claim_{cid}" for cid in paper.claim_ids} <= set(seen["checks"])
     return seen
+
+
+# ------------------------------------------------------------------ TEMPORARY (Platform 2 migration)
+def materialize_paper(module, resources, raise_on_error: bool = False):
+    """Legacy: materialize one paper module's whole group in process (tests not yet on smoke())."""
+    import dagster as dg
+
+    return dg.materialize([*module.PAPER.assets, *module.PAPER.asset_checks], resources=resources,
+                          raise_on_error=raise_on_error)
+
+
+_assert_group_complete = assert_group_complete
+
+
+def assert_group_complete(run, result=None) -> dict:  # noqa: F811
+    if result is not None:   # legacy call: (module, result)
+        run = SmokeRun(run.PAPER, result, outcomes(result), Path("."))
+    return _assert_group_complete(run)

@@ -28,7 +28,8 @@ from assets.brew.bch import bits_to_message, make_code
 from assets.common.checks import check_result, claim_checks, gate
 from assets.common.lm_checkpoint import load_ngram_checkpoint, save_ngram_checkpoint
 from assets.common.ngram import KneserNeyTrigram, tokenize
-from assets.common.report import claims_payload, markdown_table, publish_report
+from assets.common.publish import publish_report
+from assets.common.report import claims_payload, markdown_table
 from resources.artifacts import ArtifactsResource
 from resources.compute import ComputeResource
 from resources.quality import expect, gx_check_result, validate_frame
@@ -666,3 +667,7 @@ asset_checks = [
          "text.", _thresholds_valid, resources=("compute",)),
     *claim_checks(SLUG, benchmark_report, CLAIM_IDS),
 ]
+
+from assets.common.paper import legacy_paper  # noqa: E402  (Platform 2 migration)
+
+PAPER = legacy_paper(SLUG, assets, asset_checks, REPORT_KEY, CLAIM_IDS)

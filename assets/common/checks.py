@@ -1,8 +1,13 @@
-"""Check builders: blocking data-quality gates and per-claim checks.
+"""Check builders: blocking data-quality gates from pure predicates, and per-claim checks.
 
-Every check result is also written as a row of the warehouse's `checks` table
-(data/results/<slug>/checks_<asset>_<check>.parquet), so the DuckDB warehouse shows which
-gates passed for the run that produced the numbers.
+    gate(slug, asset, "finite", "Scores are finite.", checks.scores_finite)
+
+A predicate is a pure function `f(value, **inputs) -> list[str] | Finding` (assets/<slug>/
+checks.py): the problems it found, empty when the value is fine. `gate` loads the asset's
+value (and any `additional` assets), passes the paper's typed parameters as `params=` when
+asked, and turns the problems into an AssetCheckResult. Every result is also written as a row
+of the warehouse's `checks` table (a run record under data/runs/<slug>/), so the warehouse
+shows which gates passed for the run that produced the numbers.
 """
 from __future__ import annotations
 
@@ -13,7 +18,11 @@ from typing import Any, Callable
 import dagster as dg
 import pandas as pd
 
+from assets.common.findings import as_finding
 from resources.warehouse import write_result_rows
+
+SEVERITIES = {"error": dg.AssetCheckSeverity.ERROR, "warn": dg.AssetCheckSeverity.WARN}
+
 
 def _record(context: dg.AssetCheckExecutionContext, slug: str, asset: dg.AssetKey, name: str,
             result: dg.AssetCheckResult, blocking: bool) -> None:
@@ -22,56 +31,77 @@ def _record(context: dg.AssetCheckExecutionContext, slug: str, asset: dg.AssetKe
                          "passed": bool(result.passed), "blocking": blocking,
                          "detail": detail[:2000], "run_id": context.run.run_id}])
     file_name = "checks_" + re.sub(r"[^A-Za-z0-9_]+", "_", f"{asset.path[-1]}_{name}")
-    write_result_rows(slug, "checks", row, name=file_name)
-
-
-def gate(slug: str, asset: dg.AssetKey | dg.AssetsDefinition, name: str, description: str,
-         fn: Callable[..., dg.AssetCheckResult], blocking: bool = True,
-         additional: dict[str, dg.AssetKey] | None = None,
-         resources: tuple[str, ...] = ()) -> dg.AssetChecksDefinition:
-    """A check on `asset` that loads its value and calls fn(value, **others).
-
-    `additional` loads more assets (e.g. the calibration set a stream must not overlap);
-    `resources` passes resources by key (e.g. "compute" for profile parameters). Both
-    arrive as keyword arguments named by their keys. Blocking by default: a failure stops
-    every downstream asset of the same run.
-    """
-    key = asset.key if isinstance(asset, dg.AssetsDefinition) else asset
-    additional = additional or {}
-
-    def _check(context: dg.AssetCheckExecutionContext, value, **others) -> dg.AssetCheckResult:
-        kwargs = {**others, **{r: getattr(context.resources, r) for r in resources}}
-        result = fn(value, **kwargs)
-        if not result.passed:
-            context.log.error(f"{key.to_user_string()}:{name} failed — {result.description}")
-        _record(context, slug, key, name, result, blocking)
-        return result
-
-    # Dagster matches inputs to parameter names: expose one keyword parameter per extra asset.
-    params = [inspect.Parameter("context", inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                annotation=dg.AssetCheckExecutionContext),
-              inspect.Parameter("value", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    params += [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in additional]
-    _check.__signature__ = inspect.Signature(params, return_annotation=dg.AssetCheckResult)
-    _check = dg.asset_check(asset=key, name=name, blocking=blocking, description=description,
-                            additional_ins={n: dg.AssetIn(key=k) for n, k in additional.items()},
-                            required_resource_keys=set(resources))(_check)
-    return _check
-
-
-def check_result(passed: bool, message: str, **metadata: Any) -> dg.AssetCheckResult:
-    """AssetCheckResult with plain-Python metadata (numpy scalars are cast)."""
-    clean = {k: _plain(v) for k, v in metadata.items()}
-    return dg.AssetCheckResult(passed=bool(passed), description=message,
-                               metadata={"message": message, **clean})
+    write_result_rows(slug, "checks", row, name=file_name, volatile=True)
 
 
 def _plain(value: Any) -> Any:
     if hasattr(value, "item") and getattr(value, "shape", None) == ():
         return value.item()
-    if isinstance(value, (list, dict)):
-        return dg.MetadataValue.json(value)
+    if isinstance(value, (list, dict, tuple)):
+        return dg.MetadataValue.json(_jsonable(value))
     return value
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "item") and getattr(value, "shape", None) == ():
+        return value.item()
+    return value
+
+
+def check_result(passed: bool, message: str, severity: str = "error", **metadata: Any) -> dg.AssetCheckResult:
+    """AssetCheckResult with plain-Python metadata (numpy scalars are cast)."""
+    clean = {k: _plain(v) for k, v in metadata.items()}
+    return dg.AssetCheckResult(passed=bool(passed), description=message, severity=SEVERITIES[severity],
+                               metadata={"message": message, **clean})
+
+
+def gate(slug: str, asset: dg.AssetKey | dg.AssetsDefinition, name: str, description: str,
+         predicate: Callable[..., Any], *, blocking: bool = True,
+         additional: dict[str, dg.AssetKey | dg.AssetsDefinition] | None = None,
+         resources: tuple[str, ...] = (), params: Callable[[Any], Any] | None = None,
+         severity: str = "error") -> dg.AssetChecksDefinition:
+    """A check on `asset` that loads its value and calls predicate(value, **others).
+
+    `additional` loads more assets (e.g. the calibration set a stream must not overlap);
+    `resources` passes resources by key; `params`, a function of the compute resource
+    (Paper.params), passes the paper's typed parameters as `params=`. All arrive as keyword
+    arguments. Blocking by default: a failure stops every downstream asset of the same run.
+    severity "warn" makes a non-blocking warning.
+    """
+    key = asset.key if isinstance(asset, dg.AssetsDefinition) else asset
+    additional = {n: (k.key if isinstance(k, dg.AssetsDefinition) else k) for n, k in (additional or {}).items()}
+    needed = set(resources) | ({"compute"} if params else set())
+
+    def _check(context: dg.AssetCheckExecutionContext, value, **others) -> dg.AssetCheckResult:
+        kwargs = {**others, **{r: getattr(context.resources, r) for r in resources}}
+        if params:
+            kwargs["params"] = params(context.resources.compute)
+        outcome = predicate(value, **kwargs)
+        if isinstance(outcome, dg.AssetCheckResult):
+            result = outcome
+        else:
+            found = as_finding(outcome)
+            result = check_result(found.passed, found.message(description), severity=severity,
+                                  problems=len(found.problems), **dict(found.metadata))
+        if not result.passed:
+            log = context.log.error if severity == "error" else context.log.warning
+            log(f"{key.to_user_string()}:{name} failed — {result.description}")
+        _record(context, slug, key, name, result, blocking)
+        return result
+
+    # Dagster matches inputs to parameter names: expose one keyword parameter per extra asset.
+    signature = [inspect.Parameter("context", inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                   annotation=dg.AssetCheckExecutionContext),
+                 inspect.Parameter("value", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    signature += [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in additional]
+    _check.__signature__ = inspect.Signature(signature, return_annotation=dg.AssetCheckResult)
+    return dg.asset_check(asset=key, name=name, blocking=blocking, description=description,
+                          additional_ins={n: dg.AssetIn(key=k) for n, k in additional.items()},
+                          required_resource_keys=needed)(_check)
 
 
 def claim_checks(slug: str, report: dg.AssetKey | dg.AssetsDefinition,
@@ -79,7 +109,8 @@ def claim_checks(slug: str, report: dg.AssetKey | dg.AssetsDefinition,
     """One ERROR-severity, non-blocking check per paper claim, read from the report value.
 
     The report asset's value is a dict with "claims": [{claim_id, claim, paper_value,
-    measured_value, holds, detail}, ...]. A claim missing from the report fails its check.
+    measured_value, holds, detail, ...}, ...]. A claim missing from the report fails its check.
+    Observations (report-only rows) get no check: they are never red or green.
     """
     key = report.key if isinstance(report, dg.AssetsDefinition) else report
 
@@ -95,7 +126,8 @@ def claim_checks(slug: str, report: dg.AssetKey | dg.AssetsDefinition,
                                        description=msg,
                                        metadata={"claim": c["claim"], "paper_value": c["paper_value"],
                                                  "measured_value": c["measured_value"],
-                                                 "holds": bool(c["holds"]), "detail": c.get("detail", "")})
+                                                 "holds": bool(c["holds"]), "seeds": c.get("seeds", ""),
+                                                 "detail": c.get("detail", "")})
 
         return gate(slug, key, f"claim_{claim_id}", f"Paper claim {claim_id}", evaluate, blocking=False)
 

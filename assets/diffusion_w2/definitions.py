@@ -20,7 +20,8 @@ import pandas as pd
 
 from assets.common.checks import check_result, claim_checks, gate
 from assets.common.tags import gpu_asset_kwargs
-from assets.common.report import claims_payload, markdown_table, publish_report
+from assets.common.publish import publish_report
+from assets.common.report import claims_payload, markdown_table
 from assets.diffusion_w2 import benchmark as B
 from assets.diffusion_w2 import plots
 from assets.diffusion_w2.method import WINDOWS
@@ -504,3 +505,7 @@ asset_checks = [
          _bounds_valid, additional={"dsb_coupled_runs": dsb_coupled_runs.key}),
     *claim_checks(SLUG, dsb_validation_report, CLAIM_IDS),
 ]
+
+from assets.common.paper import legacy_paper  # noqa: E402  (Platform 2 migration)
+
+PAPER = legacy_paper(SLUG, assets, asset_checks, REPORT_KEY, CLAIM_IDS)

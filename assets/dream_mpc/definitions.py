@@ -22,7 +22,8 @@ import pandas as pd
 
 from assets.common.checks import check_result, claim_checks, gate
 from assets.common.parallel import spawn_imap
-from assets.common.report import claims_payload, markdown_table, publish_report
+from assets.common.publish import publish_report
+from assets.common.report import claims_payload, markdown_table
 from assets.common.tags import gpu_asset_kwargs
 from assets.dream_mpc import benchmark, envs, evaluation, microbench, plots, probe
 from assets.dream_mpc import model as M
@@ -763,3 +764,7 @@ asset_checks = [
          _microbench_valid),
     *claim_checks(SLUG, benchmark_report, CLAIM_IDS),
 ]
+
+from assets.common.paper import legacy_paper  # noqa: E402  (Platform 2 migration)
+
+PAPER = legacy_paper(SLUG, assets, asset_checks, REPORT_KEY, CLAIM_IDS)

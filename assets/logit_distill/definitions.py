@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 from assets.common.checks import check_result, claim_checks, gate
-from assets.common.report import claims_payload, markdown_table, publish_report
+from assets.common.publish import publish_report
+from assets.common.report import claims_payload, markdown_table
 from assets.common.tags import gpu_asset_kwargs
 from assets.logit_distill import benchmark, data, plots, theory
 from assets.logit_distill import metrics as M
@@ -781,3 +782,7 @@ asset_checks = [
          "every pair (non-blocking: reported as a claim).", _bound_slack, blocking=False),
     *claim_checks(SLUG, logit_distance_report, CLAIM_IDS),
 ]
+
+from assets.common.paper import legacy_paper  # noqa: E402  (Platform 2 migration)
+
+PAPER = legacy_paper(SLUG, assets, asset_checks, REPORT_KEY, CLAIM_IDS)

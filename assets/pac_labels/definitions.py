@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 
 from assets.common.checks import check_result, claim_checks, gate
-from assets.common.report import claims_payload, markdown_table, publish_report
+from assets.common.publish import publish_report
+from assets.common.report import claims_payload, markdown_table
 from assets.pac_labels import benchmark as B
 from assets.pac_labels import data, models, plots
 from assets.pac_labels import method as M
@@ -675,3 +676,7 @@ asset_checks = [
          "the provenance counts and AI-labelled items keep Ŷ.", _outcomes_ledger),
     *claim_checks(SLUG, benchmark_report, CLAIM_IDS),
 ]
+
+from assets.common.paper import legacy_paper  # noqa: E402  (Platform 2 migration)
+
+PAPER = legacy_paper(SLUG, assets, asset_checks, REPORT_KEY, CLAIM_IDS)

@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from assets.common.checks import check_result, claim_checks, gate
-from assets.common.report import claims_payload, markdown_table, publish_report
+from assets.common.publish import publish_report
+from assets.common.report import claims_payload, markdown_table
 from assets.common.tags import gpu_asset_kwargs
 from assets.spgcl import benchmark, data, method
 from resources.artifacts import ArtifactsResource, data_ref, load_state_dict, resolve_data_ref, save_state_dict
@@ -652,3 +653,7 @@ asset_checks = [
          "≥ 2 sizes so the log-log exponent is defined.", _scaling_measured),
     *claim_checks(SLUG, gcl_benchmark_report, CLAIM_IDS),
 ]
+
+from assets.common.paper import legacy_paper  # noqa: E402  (Platform 2 migration)
+
+PAPER = legacy_paper(SLUG, assets, asset_checks, REPORT_KEY, CLAIM_IDS)

@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 from assets.common.checks import check_result, claim_checks, gate
-from assets.common.report import claims_payload, markdown_table, publish_report
+from assets.common.publish import publish_report
+from assets.common.report import claims_payload, markdown_table
 from assets.common.tags import gpu_asset_kwargs
 from assets.viar import data
 from resources.artifacts import ArtifactsResource, data_ref, load_state_dict, resolve_data_ref, save_state_dict
@@ -1073,3 +1074,7 @@ asset_checks = [
          _samples_valid, resources=("compute",)),
     *claim_checks(SLUG, benchmark_report, CLAIM_IDS),
 ]
+
+from assets.common.paper import legacy_paper  # noqa: E402  (Platform 2 migration)
+
+PAPER = legacy_paper(SLUG, assets, asset_checks, REPORT_KEY, CLAIM_IDS)

@@ -1,35 +1,33 @@
-"""OSCS wiring at the smoke profile: every asset and check runs, and bad input is stopped
-by a blocking check before anything downstream consumes it."""
+"""OSCS wiring: the smoke group is complete (tests/platform/test_smoke_contract.py), bad input
+is stopped by a blocking check before anything downstream consumes it (re-running only the
+gated asset and one downstream on the stored smoke outputs), and the predicates name what
+is wrong."""
 from __future__ import annotations
-
-import json
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from assets.oscs import checks
 from assets.oscs import data as oscs_data
-from assets.oscs import definitions as oscs
 from assets.oscs import streams as oscs_streams
-from tests.conftest import assert_group_complete, materialize_paper, outcomes
+from tests.conftest import rerun
 
 
-def test_smoke_materializes_every_asset_and_check(smoke_resources, data_dir):
-    result = materialize_paper(oscs, smoke_resources)
-    seen = assert_group_complete(oscs, result)
-    report = data_dir / "reports" / "oscs"
-    assert (report / "REPORT.md").exists() and (report / "plots" / "far_over_time.png").stat().st_size > 1000
-    metrics = json.loads((report / "metrics.json").read_text())
-    assert metrics["claims_total"] == len(oscs.CLAIM_IDS)
-    claims = pd.read_parquet(data_dir / "results" / "oscs" / "claims.parquet")
-    assert set(claims["claim_id"]) == set(oscs.CLAIM_IDS)
+@pytest.fixture(scope="module")
+def run(smoke):
+    return smoke("oscs")
 
 
-def _downstream_skipped(seen):
-    return not ({"oscs/decisions", "oscs/benchmark_report"} & seen["assets"])
+def test_smoke_report_names_every_claim(run):
+    report = run.data_dir / "reports" / "oscs"
+    assert (report / "plots" / "far_over_time.png").stat().st_size > 1000
+    claims = pd.read_parquet(run.data_dir / "results" / "oscs" / "claims.parquet")
+    assert set(claims["claim_id"]) == set(run.paper.claim_ids)
+    assert "How this reproduction differs from the paper" in (report / "REPORT.md").read_text()
 
 
-def test_non_finite_stream_scores_stop_downstream(smoke_resources, monkeypatch):
+def test_non_finite_stream_scores_stop_the_decisions(run, tmp_path, monkeypatch):
     real = oscs_streams.build_stream
 
     def corrupted(*args, **kwargs):
@@ -38,12 +36,12 @@ def test_non_finite_stream_scores_stop_downstream(smoke_resources, monkeypatch):
         return frame
 
     monkeypatch.setattr(oscs_streams, "build_stream", corrupted)
-    seen = outcomes(materialize_paper(oscs, smoke_resources))
+    seen = rerun(run, ["streams", "decisions"], tmp_path / "data")
     assert seen["checks"]["finite_on_target_no_leakage"] is False
-    assert _downstream_skipped(seen)
+    assert "oscs/streams" in seen["assets"] and "oscs/decisions" not in seen["assets"]
 
 
-def test_calibration_overlapping_the_stream_is_stopped(smoke_resources, monkeypatch):
+def test_document_in_two_splits_stops_the_detector(run, tmp_path, monkeypatch):
     real = oscs_data.split_by_document
 
     def leaky(frame, *args, **kwargs):
@@ -54,23 +52,16 @@ def test_calibration_overlapping_the_stream_is_stopped(smoke_resources, monkeypa
         return out
 
     monkeypatch.setattr(oscs_data, "split_by_document", leaky)
-    seen = outcomes(materialize_paper(oscs, smoke_resources))
+    seen = rerun(run, ["benign_corpus", "detector_lm"], tmp_path / "data")
     assert seen["checks"]["no_document_leakage"] is False
-    assert "oscs/detector_lm" not in seen["assets"] and _downstream_skipped(seen)
+    assert "oscs/detector_lm" not in seen["assets"]
 
 
-def test_empty_calibration_set_is_stopped(smoke_resources, monkeypatch):
-    real = oscs_data.split_by_document
-
-    def no_calibration(frame, *args, **kwargs):
-        out = real(frame, *args, **kwargs)
-        out.loc[out["split"] == "calib", "split"] = "lm"
-        return out
-
-    monkeypatch.setattr(oscs_data, "split_by_document", no_calibration)
-    seen = outcomes(materialize_paper(oscs, smoke_resources))
-    assert seen["checks"]["schema"] is False
-    assert "oscs/detector_lm" not in seen["assets"] and _downstream_skipped(seen)
+def test_empty_calibration_split_is_refused_by_the_schema():
+    corpus = pd.DataFrame({"text": ["a sentence ."] * 1200, "split": ["lm", "stream"] * 600,
+                           "source": "lee", "doc_id": [f"d{i}" for i in range(1200)]})
+    found = checks.corpus_schema(corpus)
+    assert not found.passed and "expect_column_distinct_values_to_equal_set(split): missing ['calib']" in found.message()
 
 
 def test_stream_check_names_calibration_overlap():
@@ -79,14 +70,20 @@ def test_stream_check_names_calibration_overlap():
                            "label": [0] * 8 + [1] * 2, "item_id": np.arange(10),
                            "doc_id": [f"d{i}" for i in range(10)]})
     density = {"detectors": {"perplexity": {"doc_ids": ["d3"], "item_ids": [3], "scores": [0.1, 0.2]}}}
-    result = oscs._streams_valid(stream, density)
-    assert not result.passed and "calibration overlaps the stream" in result.description
+    found = checks.streams_valid(stream, density)
+    assert not found.passed and "calibration overlaps the stream" in found.message()
+    density["detectors"]["perplexity"].update(doc_ids=["x"], item_ids=[99])
+    assert checks.streams_valid(stream, density).passed
 
 
-@pytest.mark.parametrize("profile", ["smoke", "cpu", "gpu"])
-def test_every_profile_has_complete_parameters(profile):
-    from resources.profiles import load_params
+def test_calibration_sets_smaller_than_the_minimum_are_named():
+    found = checks.calibration_usable({"detectors": {"onion": {"scores": [0.1] * 10}, "perplexity": {"scores": []}}})
+    assert not found.passed
+    assert "onion: 10 calibration scores < 200" in found.message() and "perplexity: empty" in found.message()
 
-    params = load_params("oscs", profile)
-    assert set(params["scenarios"]) <= set(oscs_streams.SCENARIOS)
-    assert params["short_horizon"] < params["stream_length"]
+
+def test_undirected_scores_are_refused():
+    frame = pd.DataFrame({"detector": "d", "label": [0, 1] * 300, "role": "calib",
+                          "score": [1.0, 0.0] * 300, "item_id": range(600)})
+    found = checks.scores_finite_and_directed(frame)
+    assert not found.passed and "benign median < malicious median" in found.message()

@@ -4,7 +4,8 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
-from jobs.definitions import PAPERS, defs, paper_modules
+from jobs.definitions import defs
+from jobs.papers import PAPERS, load_paper, load_papers
 
 
 @pytest.fixture(scope="module")
@@ -19,18 +20,18 @@ def test_every_registered_paper_is_a_group(graph):
 
 @pytest.mark.parametrize("slug", list(PAPERS))
 def test_paper_exports_and_blocking_gate(slug):
-    module = paper_modules()[slug]
-    assert module.REPORT_KEY in {a.key for a in module.assets}
-    specs = [s for c in module.asset_checks for s in c.check_specs]
+    paper = load_paper(slug)
+    assert paper.slug == slug and paper.report_key in paper.keys
+    specs = [s for c in paper.asset_checks for s in c.check_specs]
     assert any(s.blocking for s in specs), f"{slug} has no blocking check"
     claim_checks = {s.name for s in specs if s.name.startswith("claim_")}
-    assert claim_checks == {f"claim_{c}" for c in module.CLAIM_IDS}
-    for asset in module.assets:
+    assert claim_checks == {f"claim_{c}" for c in paper.claim_ids}
+    for asset in paper.assets:
         assert asset.key.path[0] == slug and asset.group_names_by_key[asset.key] == slug
 
 
 def test_asset_keys_unique_across_papers():
-    keys = [a.key for m in paper_modules().values() for a in m.assets]
+    keys = [k for p in load_papers().values() for k in p.keys]
     assert len(keys) == len(set(keys))
 
 
@@ -38,16 +39,16 @@ def test_asset_keys_unique_across_papers():
 def test_string_selection_parses(slug, graph):
     """Guards the antlr pin: dvc's antlr 4.9 breaks every string selection in Dagster."""
     selected = dg.AssetSelection.from_string(f"group:{slug}").resolve(graph)
-    assert selected == {a.key for a in paper_modules()[slug].assets}
+    assert selected == load_paper(slug).keys
 
 
 @pytest.mark.parametrize("slug", list(PAPERS))
 def test_paper_job_selects_whole_group_and_checks(slug):
     job = defs.resolve_job_def(f"{slug}_job")
-    module = paper_modules()[slug]
-    assert set(job.asset_layer.selected_asset_keys) == {a.key for a in module.assets}
+    paper = load_paper(slug)
+    assert set(job.asset_layer.selected_asset_keys) == paper.keys
     selected_checks = set(job.asset_layer.asset_graph.asset_check_keys)  # the job's own graph
-    assert {k for c in module.asset_checks for k in c.check_keys} <= selected_checks
+    assert {k for c in paper.asset_checks for k in c.check_keys} <= selected_checks
 
 
 def test_reproduce_all_ends_with_warehouse_and_scorecard():
@@ -55,7 +56,7 @@ def test_reproduce_all_ends_with_warehouse_and_scorecard():
     keys = {k.to_user_string() for k in job.asset_layer.selected_asset_keys}
     assert {"platform/warehouse", "platform/scorecard"} <= keys
     for slug in PAPERS:
-        assert paper_modules()[slug].REPORT_KEY.to_user_string() in keys
+        assert load_paper(slug).report_key.to_user_string() in keys
 
 
 def test_schedules_evaluate_and_start_stopped():
@@ -79,8 +80,8 @@ def test_gpu_tags_route_to_gpu_pool():
     tags = trains_on_gpu.op.tags
     assert "GPU" in tags["dagster-dask/resource_requirements"]
     assert "nvidia.com/gpu" in tags["dagster-k8s/config"]
-    for module in paper_modules().values():
-        for asset in module.assets:
+    for paper in load_papers().values():
+        for asset in paper.assets:
             if "dagster-dask/resource_requirements" in asset.op.tags:
                 assert asset.op.pool == "gpu", f"{asset.key} asks for a GPU outside the gpu pool"
 
@@ -95,11 +96,15 @@ def test_instance_config_limits_pools_to_one():
     assert config["telemetry"]["enabled"] is False
 
 
-def test_dvc_stages_cover_every_paper():
+def test_dvc_yaml_is_generated_from_the_registry():
+    """dvc.yaml is jobs.dvc_stages' output: one stage per paper, deps from its imports."""
     import yaml
 
-    from resources.profiles import REPO_ROOT
+    from jobs import dvc_stages
 
-    dvc = yaml.safe_load((REPO_ROOT / "dvc.yaml").read_text())
-    assert dvc["vars"][0]["papers"] == list(PAPERS)
-    assert {"paper", "warehouse"} == set(dvc["stages"])
+    assert dvc_stages.main(["--check"]) == 0, "dvc.yaml is stale: run python -m jobs.dvc_stages"
+    stages = yaml.safe_load(dvc_stages.DVC_YAML.read_text())["stages"]
+    assert list(stages) == list(PAPERS)
+    assert "assets/common/ngram.py" in stages["oscs"]["deps"]          # oscs scores with the n-gram LM
+    assert "assets/common/ngram.py" not in stages["diffusion_w2"]["deps"]
+    assert "data/inputs/pac_labels.json" in stages["pac_labels"]["deps"]

@@ -47,7 +47,7 @@ def test_profile_switch_selects_the_params_block():
 
 
 def test_every_paper_defines_every_profile():
-    from jobs.definitions import PAPERS
+    from jobs.papers import PAPERS
 
     for slug in PAPERS:
         for profile in PROFILES:

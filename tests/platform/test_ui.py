@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.definitions import PAPERS, defs
+from jobs.definitions import defs
+from jobs.papers import PAPERS
 from resources.artifacts import data_root
 from resources.profiles import REPO_ROOT
 

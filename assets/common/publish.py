@@ -1,0 +1,84 @@
+"""The report epilogue, once for every paper: files, warehouse rows, logs and UI metadata.
+
+    @paper.asset("benchmark_report", ...)
+    def benchmark_report(context, results, compute, artifacts):
+        return publish(context, PAPER_SLUG, compute, artifacts, report.build(results, params))
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+
+from assets.common.claims import CLAIM, Claim
+from assets.common.report import (Report, claims_markdown, holding, png_markdown, report_payload,
+                                  write_report)
+from resources.artifacts import REPO_ROOT, ArtifactsResource
+from resources.compute import ComputeResource
+from resources.versioning import git_sha
+
+
+def notes_text(slug: str) -> str:
+    """assets/<slug>/NOTES.md without its title line ('' when absent)."""
+    path = REPO_ROOT / "assets" / slug / "NOTES.md"
+    if not path.exists():
+        return ""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if lines and lines[0].startswith("# "):
+        lines = lines[1:]
+    return "\n".join(lines).strip()
+
+
+def _rel(path: Path) -> str:
+    return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
+
+
+def publish(context: dg.AssetExecutionContext, slug: str, compute: ComputeResource,
+            artifacts: ArtifactsResource, report: Report) -> dict[str, Any]:
+    """Write the report's files and rows, log every claim, attach UI metadata; returns the
+    report asset's value (the claims payload)."""
+    for c in report.claims:
+        verdict = ("report-only" if c.kind != CLAIM else "holds" if c.holds else "DOES NOT HOLD")
+        context.log.info(f"claim {c.claim_id}: {verdict} — {c.measured_value}")
+    prov = compute.provenance(slug)
+    paths = write_report(slug=slug, profile=compute.profile, params_hash=prov["params_hash"],
+                         run={"run_id": context.run_id, "git_sha": git_sha()}, report=report,
+                         report_dir=artifacts.report_dir(slug), runs_dir=artifacts.runs_dir(slug),
+                         notes=notes_text(slug))
+    metadata: dict[str, Any] = {
+        "claims": dg.MetadataValue.md(claims_markdown(report.claims)),
+        "claims_holding": holding(report.claims),
+        "report": dg.MetadataValue.path(_rel(paths["report"])),
+        "git_sha": git_sha(), **prov,
+    }
+    plots = [p for k, p in paths.items() if k.startswith("plot:")]
+    if plots:
+        metadata["plot"] = dg.MetadataValue.md(png_markdown(plots[0], plots[0].stem))
+    context.add_output_metadata(metadata)
+    return report_payload(report, compute.profile)
+
+
+def publish_report(*, slug: str, profile: str, run_id: str, report_dir: Path,
+                   metrics_rows: pd.DataFrame, claims: list[Claim], body_markdown: str,
+                   figures: dict[str, Any], dvc_metrics: dict[str, Any],
+                   thresholds_rows: pd.DataFrame | None = None) -> dict[str, Any]:
+    """Legacy entry point of the papers not yet on the Report contract: same files as
+    publish(), returns the UI metadata."""
+    from resources.artifacts import runs_dir
+    from resources.versioning import provenance
+
+    report = Report(claims=claims, body=body_markdown, figures=figures, metrics=metrics_rows,
+                    dvc_metrics=dvc_metrics, thresholds=thresholds_rows)
+    prov = provenance(slug, profile)
+    paths = write_report(slug=slug, profile=profile, params_hash=prov["params_hash"],
+                         run={"run_id": run_id, "git_sha": git_sha()}, report=report, report_dir=report_dir,
+                         runs_dir=runs_dir(slug), notes=notes_text(slug))
+    metadata: dict[str, Any] = {"claims": dg.MetadataValue.md(claims_markdown(claims)),
+                                "claims_holding": holding(claims),
+                                "report": dg.MetadataValue.path(_rel(paths["report"])), "git_sha": git_sha(), **prov}
+    plots = [p for k, p in paths.items() if k.startswith("plot:")]
+    if plots:
+        metadata["plot"] = dg.MetadataValue.md(png_markdown(plots[0], plots[0].stem))
+    return metadata

@@ -1,0 +1,48 @@
+"""The paper registry: plain data, no Dagster import.
+
+Adding a paper = its folder under assets/ + one line here. `jobs.run` checks its target
+against this without building any definition; `jobs.definitions` imports each module's
+`PAPER` (built with assets/common/paper.py) to assemble the code location.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# slug -> the module exporting PAPER, in the order reports and the scorecard list them
+PAPERS: dict[str, str] = {
+    "oscs": "assets.oscs.definitions",
+    "pac_labels": "assets.pac_labels.definitions",
+    "brew": "assets.brew.definitions",
+    "logit_distill": "assets.logit_distill.definitions",
+    "spgcl": "assets.spgcl.definitions",
+    "diffusion_w2": "assets.diffusion_w2.definitions",
+    "viar": "assets.viar.definitions",
+    "dream_mpc": "assets.dream_mpc.definitions",
+}
+
+# external inputs a paper reads when present (relative to the repository root, never
+# committed); jobs.reproduce fingerprints them so a change of the files reruns the paper
+INPUTS: dict[str, list[str]] = {
+    "pac_labels": ["../shared/pac_labels"],
+}
+
+
+def load_paper(slug: str) -> Any:
+    """The PaperDefinition of one registered paper (imports its module)."""
+    if slug not in PAPERS:
+        raise KeyError(f"unknown paper {slug!r}; registered: {', '.join(PAPERS)}")
+    module = importlib.import_module(PAPERS[slug])
+    if not hasattr(module, "PAPER"):
+        raise AttributeError(f"{PAPERS[slug]} does not export PAPER (see the README, 'Adding a paper')")
+    return module.PAPER
+
+# external inputs a paper reads when present (relative to the repository root, never
+# committed); jobs.reproduce fingerprints them so a change of the files reruns the paper
+INPUTS: dict[str, list[str]] = {
+    "pac_labels": ["../shared/pac_labels"],
+}
+
+
+def load_papers() -> dict[str, Any]:
+    return {slug: load_paper(slug) for slug in PAPERS}
