@@ -26,7 +26,6 @@ import pandas as pd
 from resources.profiles import REPO_ROOT
 from resources.versioning import file_md5
 
-
 DATA_DIR_ENV_VAR = "PAPERLAB_DATA_DIR"
 # asset metadata flag: the value is a run record (wall-clock measurements, the report
 # payload) and is stored under data/runs/, outside DVC's outputs

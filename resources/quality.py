@@ -4,8 +4,8 @@
                             name="oscs_scores")
     return gx_check_result(result)            # inside an @asset_check
 
-No Dagster import at module level. Each validation uses a fresh ephemeral context, a pandas datasource and a whole-dataframe
-batch; nothing is written to disk. GX is imported lazily (it is slow to import).
+No Dagster import at module level. Each validation uses a fresh ephemeral context, a pandas
+datasource and a whole-dataframe batch; nothing is written to disk. GX is imported lazily (it is slow to import).
 """
 from __future__ import annotations
 

@@ -148,9 +148,9 @@ def _writer_lock(db_path: Path, timeout_s: float = 300.0) -> Iterator[None]:
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
-            except BlockingIOError:
+            except BlockingIOError as err:
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"another process holds the warehouse writer lock {lock_path}")
+                    raise TimeoutError(f"another process holds the warehouse writer lock {lock_path}") from err
                 time.sleep(0.05)
         try:
             yield

@@ -13,8 +13,7 @@ import dagster as dg
 import pandas as pd
 
 from assets.common.claims import CLAIM, Claim
-from assets.common.report import (Report, claims_markdown, holding, png_markdown, report_payload,
-                                  write_report)
+from assets.common.report import Report, claims_markdown, holding, png_markdown, report_payload, write_report
 from resources.artifacts import REPO_ROOT, ArtifactsResource
 from resources.compute import ComputeResource
 from resources.versioning import git_sha

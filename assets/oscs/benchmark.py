@@ -213,7 +213,8 @@ def evaluate_claims(results: pd.DataFrame, gaussian: pd.DataFrame, tolerance: fl
         "The fixed 95%-benign-quantile threshold (B1) exceeds α + 0.05 in at least one scenario",
         f"B1 FAR > α + {b1_excess:g} somewhere",
         "no runs" if b1_worst is None else
-        f"B1 worst mean FAR − α = {b1_worst['excess']:+.4f} ({b1_worst['detector']}, {b1_worst['scenario']}, α={b1_worst['alpha']:g})",
+        f"B1 worst mean FAR − α = {b1_worst['excess']:+.4f} "
+        f"({b1_worst['detector']}, {b1_worst['scenario']}, α={b1_worst['alpha']:g})",
         bool(b1_worst is not None and b1_worst["excess"] > b1_excess)))
 
     tars = gaussian[gaussian["metric"] == "tar"].groupby(["mu", "alpha", "method"])["value"].mean()
@@ -228,6 +229,7 @@ def evaluate_claims(results: pd.DataFrame, gaussian: pd.DataFrame, tolerance: fl
         "OSCS benign acceptance (TAR) ≥ 0.8 × the oracle rule's in the Gaussian suite",
         f"TAR(OSCS) ≥ {power_ratio:g} × TAR(oracle)",
         "no runs" if worst_ratio is None else
-        f"worst ratio {worst_ratio[2]:.3f} (μ={worst_ratio[0]:g}, α={worst_ratio[1]:g}: {worst_ratio[3]:.3f} vs {worst_ratio[4]:.3f})",
+        f"worst ratio {worst_ratio[2]:.3f} "
+        f"(μ={worst_ratio[0]:g}, α={worst_ratio[1]:g}: {worst_ratio[3]:.3f} vs {worst_ratio[4]:.3f})",
         bool(worst_ratio is not None and all(r[2] >= power_ratio for r in ratios))))
     return claims

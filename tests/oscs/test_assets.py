@@ -61,7 +61,8 @@ def test_empty_calibration_split_is_refused_by_the_schema():
     corpus = pd.DataFrame({"text": ["a sentence ."] * 1200, "split": ["lm", "stream"] * 600,
                            "source": "lee", "doc_id": [f"d{i}" for i in range(1200)]})
     found = checks.corpus_schema(corpus)
-    assert not found.passed and "expect_column_distinct_values_to_equal_set(split): missing ['calib']" in found.message()
+    assert not found.passed
+    assert "expect_column_distinct_values_to_equal_set(split): missing ['calib']" in found.message()
 
 
 def test_stream_check_names_calibration_overlap():

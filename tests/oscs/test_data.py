@@ -1,6 +1,5 @@
 """Benign corpus, document split and attack generators."""
 
-import numpy as np
 import pytest
 
 from assets.oscs.data import (
@@ -38,7 +37,7 @@ def test_split_by_document_is_disjoint_complete_and_deterministic(sentences):
     assert split["split"].equals(again["split"])
     other = split_by_document(sentences, {"lm": 0.5, "calib": 0.2, "stream": 0.3}, seed=4)
     assert not split["split"].equals(other["split"])
-    for source, group in split.groupby("source"):
+    for _, group in split.groupby("source"):
         document_share = group.groupby("doc_id")["split"].first().value_counts(normalize=True)
         assert document_share["lm"] == pytest.approx(0.5, abs=0.06)
         assert document_share["calib"] == pytest.approx(0.2, abs=0.06)

@@ -23,7 +23,8 @@ def test_onion_equals_brute_force_leave_one_out(toy_lm):
     text = "the man said cf the fire was out"
     tokens = tokenize(text)
     full = -toy_lm.token_logprobs(tokens, split_unk=True).mean()
-    drops = [full - (-toy_lm.token_logprobs(tokens[:i] + tokens[i + 1 :], split_unk=True).mean()) for i in range(len(tokens))]
+    drops = [full - (-toy_lm.token_logprobs(tokens[:i] + tokens[i + 1 :], split_unk=True).mean())
+             for i in range(len(tokens))]
     assert onion_score(toy_lm, [text])[0] == pytest.approx(max(drops))
     assert int(np.argmax(drops)) == tokens.index("cf")  # the trigger is the outlier word
 

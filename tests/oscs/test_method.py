@@ -312,6 +312,8 @@ def test_metrics_hand_computed():
 
 def test_gaussian_true_posterior_matches_bayes_rule():
     s = np.linspace(-4, 8, 25)
-    phi = lambda x: np.exp(-x * x / 2) / np.sqrt(2 * np.pi)
+    def phi(x):
+        return np.exp(-x * x / 2) / np.sqrt(2 * np.pi)
+
     direct = 0.3 * phi(s - 2) / (0.7 * phi(s) + 0.3 * phi(s - 2))
     np.testing.assert_allclose(gaussian_true_posterior(s, 2.0, 0.3), direct, rtol=1e-10)

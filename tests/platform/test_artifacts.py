@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,8 +13,7 @@ import pandas as pd
 import pytest
 import torch
 
-from resources.artifacts import (ArtifactsResource, PaperlabIOManager, load_state_dict, save_state_dict,
-                                 sidecar_path)
+from resources.artifacts import ArtifactsResource, PaperlabIOManager, load_state_dict, save_state_dict
 from resources.versioning import file_md5, params_hash
 
 
@@ -27,7 +27,7 @@ def test_state_dict_round_trip_with_sidecar(tmp_path):
     assert meta["seed"] == 3 and meta["torch_version"] == torch.__version__ and meta == sidecar
     # weights_only loading: a pickle of an arbitrary object is refused
     torch.save({"obj": object()}, tmp_path / "bad.pt")
-    with pytest.raises(Exception):
+    with pytest.raises(pickle.UnpicklingError):
         torch.load(tmp_path / "bad.pt", weights_only=True)
 
 

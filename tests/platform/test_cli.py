@@ -8,8 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from resources.profiles import REPO_ROOT
 
 
@@ -26,7 +24,8 @@ def test_dagster_cli_materializes_a_group_by_string_selection(tmp_path):
     run = subprocess.run([str(dagster), "asset", "materialize", "-m", "jobs.definitions",
                           "--select", "group:oscs",
                           # in-process keeps the test fast; the selection parsing is what matters
-                          "--config-json", '{"execution": {"config": {"in_process": {}}}}'], cwd=REPO_ROOT, env=_env(tmp_path),
+                          "--config-json", '{"execution": {"config": {"in_process": {}}}}'],
+                         cwd=REPO_ROOT, env=_env(tmp_path),
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     assert (tmp_path / "data" / "reports" / "oscs" / "REPORT.md").exists()

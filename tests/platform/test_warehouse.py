@@ -6,8 +6,16 @@ import multiprocessing as mp
 import pandas as pd
 import pytest
 
-from resources.warehouse import (SCHEMA, WarehouseResource, append_job_record, last_duration, load_results,
-                                 read_table, write_result_rows, write_run_record)
+from resources.warehouse import (
+    SCHEMA,
+    WarehouseResource,
+    append_job_record,
+    last_duration,
+    load_results,
+    read_table,
+    write_result_rows,
+    write_run_record,
+)
 
 
 def _metrics(paper: str, n: int, run_id: str = "r1") -> pd.DataFrame:
