@@ -51,9 +51,10 @@ def bench(n: int, repeats: int, grid: int) -> dict:
     config = M.PACConfig(epsilon=0.05, alpha=0.05, num_draws=n // 10, ci="wsr", wsr_grid_size=grid)
     ours_t, ref_t = [], []
     for r in range(repeats):
-        t_ours, fast = time_once(lambda: M.pac_labeling(yhat, u, M.ExpertOracle(y), config, np.random.default_rng(r)))
+        t_ours, fast = time_once(lambda r=r: M.pac_labeling(yhat, u, M.ExpertOracle(y), config,
+                                                            np.random.default_rng(r)))
         t_ref, (labels, expert, u_hat) = time_once(
-            lambda: pac_labeling_straightforward(yhat, u, y, config, np.random.default_rng(r)))
+            lambda r=r: pac_labeling_straightforward(yhat, u, y, config, np.random.default_rng(r)))
         assert fast.calibration.u_hat == u_hat, (fast.calibration.u_hat, u_hat)
         assert np.array_equal(fast.labels, labels) and np.array_equal(fast.provenance > 0, expert)
         ours_t.append(t_ours)

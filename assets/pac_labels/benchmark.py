@@ -164,7 +164,7 @@ def summarize(outcomes: pd.DataFrame, epsilon: float, alpha: float) -> pd.DataFr
 
 # ============================================================================ naive-threshold split study
 def naive_split_study(split_seeds: list[int], train_frac: float, epsilon: float,
-                      models_fn: Callable[[str, np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray, np.ndarray]],
+                      models_fn: Callable[[str, int], tuple[np.ndarray, np.ndarray, np.ndarray]],
                       model_kinds: tuple[str, ...] = ("gnb", "logreg")) -> pd.DataFrame:
     """Naive threshold error on digits for several train/pool split seeds (it is deterministic
     given the split). models_fn(kind, split_seed) → (yhat (n,), confidence (n,), y_pool (n,))
@@ -189,6 +189,9 @@ PAPER_ANCHORS = {  # measured by running the authors' pac_utils on their CSVs (s
     "alphafold": {"save": 0.049, "error_q": 0.049, "naive_error": 0.079},
 }
 SAVE_TOLERANCE = 0.05
+VIOLATION_LIMIT = 0.08     # α = 0.05 plus about two binomial sd over 200 trials (spec)
+MIN_SAVE = 0.10            # mean fraction of labels saved on digits-logreg and synthetic_cls
+PLUGIN_MIN = 0.20          # pooled plug-in violation frequency
 
 
 def _row(summary: pd.DataFrame, dataset: str, method: str, model: str | None = None) -> pd.Series | None:
@@ -199,8 +202,8 @@ def _row(summary: pd.DataFrame, dataset: str, method: str, model: str | None = N
 
 
 def evaluate_claims(summary: pd.DataFrame, split_study: pd.DataFrame, epsilon: float, alpha: float,
-                    paper_status: dict[str, str], violation_limit: float = 0.08,
-                    min_save: float = 0.10, plugin_min: float = 0.20) -> list[Claim]:
+                    paper_status: dict[str, str], violation_limit: float = VIOLATION_LIMIT,
+                    min_save: float = MIN_SAVE, plugin_min: float = PLUGIN_MIN) -> list[Claim]:
     """The issue's claims from measured summaries. paper_status: dataset → "loaded" or the
     reason it was skipped."""
     claims: list[Claim] = []
@@ -211,8 +214,8 @@ def evaluate_claims(summary: pd.DataFrame, split_study: pd.DataFrame, epsilon: f
         f"PAC labels: realized error > ε in at most {violation_limit:g} of trials on every partition",
         f"P(error > ε) ≤ α = {alpha:g} (pass: ≤ {violation_limit:g} over trials)",
         "no partitions" if worst is None else
-        f"worst violation frequency {worst['violation_freq']:.3f} ({worst['dataset_id']}/{worst['model']}/{worst['ci']}, "
-        f"{int(worst['trials'])} trials); {len(pac)} partitions",
+        f"worst violation frequency {worst['violation_freq']:.3f} "
+        f"({worst['dataset_id']}/{worst['model']}/{worst['ci']}, {int(worst['trials'])} trials); {len(pac)} partitions",
         bool(worst is not None and (pac["violation_freq"] <= violation_limit).all()),
         detail=", ".join(f"{r.dataset_id}/{r.model}/{r.ci}: {r.violation_freq:.3f}" for r in pac.itertuples())))
 
@@ -267,7 +270,8 @@ def evaluate_claims(summary: pd.DataFrame, split_study: pd.DataFrame, epsilon: f
         detail=", ".join(f"{'/'.join(k)}: {plug.loc[k, 'violation_freq']:.3f}" for k in nontrivial)))
 
     parts = []
-    for name, (dataset, model) in {"digits_logreg": ("digits", "logreg"), "synthetic_cls": ("synthetic_cls", "mlp")}.items():
+    budget_partitions = {"digits_logreg": ("digits", "logreg"), "synthetic_cls": ("synthetic_cls", "mlp")}
+    for name, (dataset, model) in budget_partitions.items():
         rows = pac[(pac["dataset_id"] == dataset) & (pac["model"] == model)]
         parts.append((name, float(rows["save_mean"].min()) if len(rows) else float("nan")))
     claims.append(Claim(
@@ -294,7 +298,8 @@ def evaluate_claims(summary: pd.DataFrame, split_study: pd.DataFrame, epsilon: f
 
 
 # ============================================================================ partitions from tables
-def make_partition(spec: dict[str, Any], annotations: pd.DataFrame, oracle: pd.DataFrame) -> tuple[Partition, np.ndarray]:
+def make_partition(spec: dict[str, Any], annotations: pd.DataFrame,
+                   oracle: pd.DataFrame) -> tuple[Partition, np.ndarray]:
     """A Partition and its hidden labels (n,) from annotation rows and the oracle table.
 
     spec: {dataset, model, ci, num_draws[, label_range]}; annotations: rows (dataset_id, model,

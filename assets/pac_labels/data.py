@@ -67,7 +67,8 @@ def validate_table(frame: pd.DataFrame, spec: TableSpec) -> list[str]:
     for col in (spec.label_col, spec.pred_col, spec.conf_col):
         null = frame[col].isna().to_numpy()
         if null.any():
-            problems.append(f"column {col!r} has {int(null.sum())} missing value(s) (NaN) at rows {_rows(null, frame.index)}")
+            problems.append(f"column {col!r} has {int(null.sum())} missing value(s) (NaN) at rows "
+                            f"{_rows(null, frame.index)}")
     conf = pd.to_numeric(frame[spec.conf_col], errors="coerce").to_numpy(dtype=float)
     not_numeric = np.isnan(conf) & frame[spec.conf_col].notna().to_numpy()
     if not_numeric.any():
@@ -97,7 +98,8 @@ def validate_table(frame: pd.DataFrame, spec: TableSpec) -> list[str]:
             values = pd.to_numeric(frame[col], errors="coerce")
             bad = (values.isna() & frame[col].notna()).to_numpy() | ~np.isfinite(values.fillna(0).to_numpy())
             if bad.any():
-                problems.append(f"column {col!r} must be finite numbers for squared loss; rows {_rows(bad, frame.index)}")
+                problems.append(f"column {col!r} must be finite numbers for squared loss; rows "
+                                f"{_rows(bad, frame.index)}")
     else:
         problems.append(f"loss must be 'zero_one' or 'squared', got {spec.loss!r}")
     return problems
@@ -132,6 +134,51 @@ def read_paper_csv(path: Path, spec: TableSpec) -> pd.DataFrame:
     """Raw columns of one paper CSV (its unnamed index column dropped)."""
     frame = pd.read_csv(path)
     return frame.drop(columns=[c for c in frame.columns if c.startswith("Unnamed")])
+
+
+def paper_spec(cfg) -> TableSpec:
+    """The TableSpec of a configured paper dataset (params.PaperDataset)."""
+    return TableSpec(label_col=cfg.label_col, pred_col=cfg.pred_col, conf_col=cfg.conf_col, loss=cfg.loss)
+
+
+def paper_tables(directory: Path, configured: dict, log=print) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The configured paper CSVs found in `directory`, as read (strings, None where missing).
+
+    configured: name → params.PaperDataset. Returns (rows: dataset_id, row, the table's label,
+    AI-label and confidence columns; status: name → "loaded …" or "skipped: … not found");
+    `log` is told about every table loaded.
+    """
+    frames, status = [], {}
+    for name, cfg in configured.items():
+        path = directory / cfg.file
+        if not path.exists():
+            status[name] = f"skipped: {path} not found"
+            continue
+        raw = read_paper_csv(path, paper_spec(cfg))
+        cols = [c for c in (cfg.label_col, cfg.pred_col, cfg.conf_col) if c in raw.columns]
+        part = raw[cols].astype(object).where(raw[cols].notna(), None)
+        part = part.apply(lambda col: col.map(lambda v: None if v is None else str(v)))
+        part.insert(0, "row", np.arange(len(raw), dtype=np.int64))
+        part.insert(0, "dataset_id", name)
+        frames.append(part)
+        status[name] = f"loaded {len(raw)} rows from {path}"
+        log(f"paper dataset {name}: {len(raw)} rows")
+    frame = (pd.concat(frames, ignore_index=True) if frames
+             else pd.DataFrame({"dataset_id": pd.Series(dtype=str), "row": pd.Series(dtype=np.int64)}))
+    return frame, status
+
+
+def paper_table(frame: pd.DataFrame, name: str) -> pd.DataFrame:
+    """One paper dataset's rows of the paper_datasets table with its own columns (columns
+    absent from its CSV dropped), indexed by CSV row."""
+    rows = frame[frame["dataset_id"] == name].drop(columns=["dataset_id"]).set_index("row")
+    return rows.loc[:, rows.notna().any(axis=0)]
+
+
+def paper_status(directory: Path, configured: dict) -> dict[str, str]:
+    """name → "loaded" or "<path> not found", for the report."""
+    return {name: ("loaded" if (directory / cfg.file).exists() else f"{directory / cfg.file} not found")
+            for name, cfg in configured.items()}
 
 
 # ============================================================================ generated data

@@ -28,7 +28,8 @@ def _softmax(logits: np.ndarray) -> np.ndarray:
 
 
 # ============================================================================ training
-def train_model(kind: str, X: np.ndarray, y: np.ndarray, seed: int, options: dict | None = None) -> dict[str, np.ndarray]:
+def train_model(kind: str, X: np.ndarray, y: np.ndarray, seed: int,
+                options: dict | None = None) -> dict[str, np.ndarray]:
     """Fit one model on (X (n, d), y (n,)) and return its state (name → array)."""
     options = dict(options or {})
     if kind == "logreg":

@@ -93,7 +93,8 @@ def test_packed_gradient_boosting_trees_predict_like_sklearn():
     state = models.train_model("gb_ensemble", X, y, seed=5, options={"members": 2, "n_estimators": 15})
     members = models.ensemble_members(state, X)
     rows = np.random.default_rng(5).integers(0, 300, size=300)       # member 0's bootstrap resample
-    ref = GradientBoostingRegressor(n_estimators=15, max_depth=3, learning_rate=0.1, random_state=5).fit(X[rows], y[rows])
+    ref = GradientBoostingRegressor(n_estimators=15, max_depth=3, learning_rate=0.1, random_state=5)
+    ref.fit(X[rows], y[rows])
     assert np.allclose(members[0], ref.predict(X), atol=1e-9)
     yhat, conf = models.regress(state, X)
     assert np.allclose(yhat, members.mean(0)) and np.allclose(conf, np.exp(-members.std(0)))
