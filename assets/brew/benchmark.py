@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from assets.brew import method as M
 from assets.brew.bch import BCHCode
@@ -161,6 +160,8 @@ def pooled(scored: pd.DataFrame, role: str, method: str, column: str, attack: st
 
 
 def clopper_pearson(successes: int, trials: int, level: float = 0.95) -> tuple[float, float]:
+    from scipy import stats  # lazy: scipy.stats costs ~0.5 s at import
+
     if trials == 0:
         return 0.0, 1.0
     a = (1 - level) / 2
@@ -186,8 +187,15 @@ def roc_points(scored: pd.DataFrame, method: str, attack: str) -> pd.DataFrame:
 
 
 # ----------------------------------------------------------------------------- claims
-def evaluate_claims(scored: pd.DataFrame, code: BCHCode, min_texts: int, tpr_bar: float = 0.90,
-                    fpr_bar: float = 0.03, ecc_fpr_bar: float = 0.10, collapse_bar: float = 0.5) -> list[Claim]:
+TPR_BAR = 0.90          # BREW exact-message TPR under syn10
+FPR_BAR = 0.03          # empirical human-text FPR (BREW, and the thresholded ECC variants)
+ECC_FPR_BAR = 0.10      # decoding-centric extractor's human FPR
+COLLAPSE_BAR = 0.5      # thresholded ECC TPR at most this
+
+
+def evaluate_claims(scored: pd.DataFrame, code: BCHCode, min_texts: int, tpr_bar: float = TPR_BAR,
+                    fpr_bar: float = FPR_BAR, ecc_fpr_bar: float = ECC_FPR_BAR,
+                    collapse_bar: float = COLLAPSE_BAR) -> list[Claim]:
     """The four claims of the issue, from the scored detections (pooled over seeds/keys)."""
     claims: list[Claim] = []
     tpr, n_pos = pooled(scored, "positive", MAIN_METHOD, "exact", "syn10")

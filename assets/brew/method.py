@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from scipy import stats
 
 from assets.brew.bch import BCHCode, bits_to_message
 
@@ -213,6 +212,32 @@ def generate_batch(next_token: Callable[[int, int], np.ndarray], contexts: np.nd
     return {"ids": ids[:, 1:], "favoured": favoured, "entropy": entropy}
 
 
+def calibrate_delta(next_token: Callable[[int, int], np.ndarray], contexts: np.ndarray, green: np.ndarray,
+                    codewords: np.ndarray, block_length: int, delta_grid: tuple[float, ...], length: int,
+                    target_hit_rate: float, rng: np.random.Generator,
+                    log: Callable[[str], None] | None = None) -> tuple[float, dict[str, float]]:
+    """The smallest δ of `delta_grid` (ascending) whose unattacked BREW hit rate on dev texts
+    reaches `target_hit_rate` (the largest δ when none does).
+
+    contexts: (B, 2) dev prompt ids; codewords: (B, n) the texts' codewords; every candidate
+    generates `length` tokens per text with the same rng stream. Returns (δ, {"δ": hit rate}
+    of every candidate tried, keyed by f"{δ:g}").
+    """
+    rates: dict[str, float] = {}
+    delta = float(delta_grid[-1])
+    for candidate in delta_grid:
+        out = generate_batch(next_token, contexts, length, green, brew_bit_schedule(codewords, block_length),
+                             float(candidate), rng)
+        name = f"{float(candidate):g}"
+        rates[name] = hit_rate(out["favoured"])
+        if log is not None:
+            log(f"dev δ={candidate}: hit rate {rates[name]:.3f}")
+        if rates[name] >= target_hit_rate:
+            delta = float(candidate)
+            break
+    return delta, rates
+
+
 # ----------------------------------------------------------------------------- detection helpers
 @dataclass
 class ScoredText:
@@ -255,6 +280,8 @@ def first_occurrence(pairs: np.ndarray, exclude: np.ndarray | None = None) -> np
 
 def soft_null_sf(hits: int, designated_ones: int, designated_zeros: int, gamma: float) -> float:
     """P(X >= hits) for X = Bin(N1, gamma) + Bin(N0, 1 - gamma) (exact, by convolution)."""
+    from scipy import stats  # lazy: scipy.stats costs ~0.5 s at import
+
     if designated_ones + designated_zeros == 0:
         return 1.0
     if gamma == 0.5:
@@ -266,6 +293,8 @@ def soft_null_sf(hits: int, designated_ones: int, designated_zeros: int, gamma: 
 
 def hard_threshold(n: int, alpha: float, tests: int) -> int:
     """Largest tau with tests * P(Bin(n, 1/2) <= tau) <= alpha (−1 if none)."""
+    from scipy import stats
+
     cdf = stats.binom.cdf(np.arange(n + 1), n, 0.5)
     ok = np.nonzero(tests * cdf <= alpha)[0]
     return int(ok.max()) if ok.size else -1
@@ -409,6 +438,8 @@ def ecc_extract(scored: ScoredText, code: BCHCode, block_length: int, key: int) 
 def kgw_detect(scored: ScoredText, gamma: float, alpha: float) -> dict:
     """Zero-bit KGW z-test over first occurrences of (prev, token) pairs; accept iff the
     exact binomial p-value P(Bin(N, gamma) >= hits) <= alpha. score = z."""
+    from scipy import stats
+
     keep = scored.scoreable & first_occurrence(scored.pair)
     total = int(keep.sum())
     hits = int(scored.green_bit[keep].sum())
@@ -424,6 +455,8 @@ def mpac_detect(ids: np.ndarray, scored: ScoredText, allocation: np.ndarray, k: 
     """MPAC-lite decoding: per message position j, count G1 vs G0 tokens allocated to j;
     m_j = 1 iff more G1. Score = z of the summed max counts (MPAC's statistic; its null is not
     Bin(N, gamma) because of the max, hence the empirical calibration downstream)."""
+    from scipy import stats
+
     keep = scored.scoreable & first_occurrence(scored.pair)
     prev = np.asarray(ids, dtype=np.int64)[:-1][keep]
     positions = allocation[prev]

@@ -34,8 +34,8 @@ def test_inflections_and_filters():
     assert data.is_inflection("year", "years") and data.is_inflection("attack", "attacked")
     assert data.is_inflection("australia", "australian")
     assert not data.is_inflection("big", "large")
-    pairs = pd.DataFrame({"word": ["big", "year", "the", "big", "big"], "synonym": ["large", "years", "a", "huge", "zzz"],
-                          "source": "minilm", "similarity": 0.8})
+    pairs = pd.DataFrame({"word": ["big", "year", "the", "big", "big"],
+                          "synonym": ["large", "years", "a", "huge", "zzz"], "source": "minilm", "similarity": 0.8})
     kept = data.filter_pairs(pairs, {"big", "large", "year", "years", "the", "a", "huge"}, stop)
     assert set(zip(kept["word"], kept["synonym"])) == {("big", "large"), ("big", "huge")}
 

@@ -72,7 +72,8 @@ def _watermarked_ids(green, code, message_bits, block_length, rng, hit=1.0, leng
     length = length or code.n * block_length
     ids = [int(rng.integers(3, V))]
     for i in range(length):
-        want = codeword[(i // block_length) % code.n] if rng.random() < hit else 1 - codeword[(i // block_length) % code.n]
+        bit = codeword[(i // block_length) % code.n]
+        want = bit if rng.random() < hit else 1 - bit
         candidates = np.nonzero(green[ids[-1]] == bool(want))[0]
         candidates = candidates[candidates >= 3]
         ids.append(int(rng.choice(candidates)))
