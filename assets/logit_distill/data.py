@@ -136,6 +136,20 @@ def stratified_split(labels: np.ndarray, groups: np.ndarray, rng: np.random.Gene
     return np.array([split_of_group[g] for g in groups], dtype=object)
 
 
+def per_source(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(label, concept) of each source group's first row: one row per source image (shifted
+    copies share both), the units of the concept ⟂ class test."""
+    first = frame.drop_duplicates("group")
+    return first["label"].to_numpy(), first["concept"].to_numpy()
+
+
+def empty_dataset() -> pd.DataFrame:
+    """The table of a dataset the profile does not select."""
+    return pd.DataFrame({"sample": pd.Series(dtype=np.int64), "label": pd.Series(dtype=np.int64),
+                         "concept": pd.Series(dtype=np.int64), "group": pd.Series(dtype=np.int64),
+                         "split": pd.Series(dtype=object)})
+
+
 def concept_independence_pvalue(labels: np.ndarray, concepts: np.ndarray) -> float:
     """χ² test of independence between class and concept (contingency table); p-value."""
     from scipy.stats import chi2_contingency

@@ -119,17 +119,16 @@ def test_cnn_has_a_d_dimensional_representation_and_the_bias_free_family():
         net.EmbeddingNet(_cnn_config(encoder="vit"))
 
 
-def test_cnn_checkpoint_round_trip_reproduces_logits(tmp_path, monkeypatch):
-    from assets.logit_distill import definitions as ld
-    from resources.artifacts import save_state_dict
+def test_cnn_checkpoint_round_trip_reproduces_logits(data_dir):
+    from assets.logit_distill import runs
+    from resources.artifacts import save_checkpoint
 
     torch.manual_seed(1)
     model = net.EmbeddingNet(_cnn_config(n_concepts=0)).eval()
     x = torch.rand(4, 144)
-    path = tmp_path / "student.pt"
-    save_state_dict(path, model.state_dict(), {"model_config": model.config.as_dict()})
-    rebuilt, sidecar = ld._rebuild(str(path))                  # weights_only load + config from JSON
-    assert rebuilt.config == model.config and sidecar["model_config"]["encoder"] == "cnn"
+    ref = save_checkpoint(data_dir / "student.pt", model.state_dict(), provenance={}, config=model.config)
+    rebuilt, sidecar = runs.rebuild(ref["checkpoint"])          # weights_only load + config from JSON
+    assert rebuilt.config == model.config and sidecar["config"]["encoder"] == "cnn"
     with torch.no_grad():
         torch.testing.assert_close(rebuilt(x)[1], model(x)[1], rtol=0, atol=0)
 
