@@ -54,9 +54,10 @@ class GraphTensors:
                    keep_prob: np.ndarray | None = None, device: str = "cpu") -> "GraphTensors":
         xt = torch.as_tensor(np.asarray(x, dtype=np.float32), device=device)
         ei = torch.as_tensor(np.asarray(edge_index, dtype=np.int64), device=device)
-        return cls(xt, ei, M.normalized_adjacency(ei, xt.shape[0]),
-                   None if high_mask is None else torch.as_tensor(np.asarray(high_mask, dtype=np.float32), device=device),
-                   None if keep_prob is None else torch.as_tensor(np.asarray(keep_prob, dtype=np.float32), device=device))
+        def optional(values: np.ndarray | None) -> torch.Tensor | None:
+            return None if values is None else torch.as_tensor(np.asarray(values, dtype=np.float32), device=device)
+
+        return cls(xt, ei, M.normalized_adjacency(ei, xt.shape[0]), optional(high_mask), optional(keep_prob))
 
 
 def build_model(method: str, in_dim: int, hp: dict[str, Any]) -> torch.nn.Module:

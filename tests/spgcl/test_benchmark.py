@@ -73,8 +73,9 @@ def test_claim_hetero_gain_needs_size_and_significance():
 
 
 def test_claim_prealignment_and_homo_competitive():
-    diag = pd.DataFrame([{"graph": "gauss_homo", "seed": 0, "encoder": "gcn", "edge_cosine": 0.7, "rayleigh_quotient": 0.1},
-                         {"graph": "gauss_homo", "seed": 0, "encoder": "mlp", "edge_cosine": 0.2, "rayleigh_quotient": 0.9}])
+    cell = {"graph": "gauss_homo", "seed": 0}
+    diag = pd.DataFrame([{**cell, "encoder": "gcn", "edge_cosine": 0.7, "rayleigh_quotient": 0.1},
+                         {**cell, "encoder": "mlp", "edge_cosine": 0.2, "rayleigh_quotient": 0.9}])
     assert B.claim_prealignment(diag).holds
     diag.loc[0, "rayleigh_quotient"] = 0.6
     assert not B.claim_prealignment(diag).holds

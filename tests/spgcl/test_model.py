@@ -159,7 +159,8 @@ def test_exp_similarity_sums_values_and_gradients_match_autograd(chunk, symmetri
     torch.manual_seed(3)
     tau = 0.6
     a = torch.nn.functional.normalize(torch.randn(13, 4, dtype=torch.float64), dim=1).requires_grad_()
-    b = a if symmetric else torch.nn.functional.normalize(torch.randn(11, 4, dtype=torch.float64), dim=1).requires_grad_()
+    b = a if symmetric else torch.nn.functional.normalize(
+        torch.randn(11, 4, dtype=torch.float64), dim=1).requires_grad_()
     w_rows, w_cols = torch.randn(13, dtype=torch.float64), torch.randn(b.shape[0], dtype=torch.float64)
     rows, cols = M.shifted_exp_sums(a, b, tau, chunk)
     dense = torch.exp((a @ b.T - 1.0) / tau)
