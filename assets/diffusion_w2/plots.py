@@ -8,7 +8,8 @@ from assets.common.plotting import new_grid
 from assets.diffusion_w2.processes import GRIDS
 
 _FAMILY_STYLE = {"gmm_sup": ("#1f77b4", "GMM-sup (recursion)"), "lipschitz": ("#2ca02c", "Lipschitz"),
-                 "general": ("#d62728", "general (radius R)"), "pathwise": ("#7f7f7f", "pathwise surrogate (not a bound)")}
+                 "general": ("#d62728", "general (radius R)"),
+                 "pathwise": ("#7f7f7f", "pathwise surrogate (not a bound)")}
 
 
 def bound_vs_rms(empirical: pd.DataFrame, bounds: pd.DataFrame):

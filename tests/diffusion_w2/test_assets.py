@@ -1,209 +1,162 @@
-"""diffusion_w2 wiring at the smoke profile: every asset and check runs, and bad input is
-stopped (by a blocking check, or by the asset itself with an error naming the parameter)
-before anything downstream consumes it."""
+"""diffusion_w2 wiring: the smoke group is complete (tests/platform/test_smoke_contract.py), bad
+input is stopped by a blocking check (or by the asset itself, with an error naming the
+parameter) before anything downstream consumes it — re-running only the gated asset and one
+downstream on the stored smoke outputs — and the predicates name what is wrong."""
 from __future__ import annotations
 
-import copy
-import json
+from dataclasses import replace
 
 import dagster as dg
 import numpy as np
 import pandas as pd
 import pytest
 
-from assets.diffusion_w2 import benchmark as dsb_benchmark
-from assets.diffusion_w2 import definitions as dsb
-from tests.conftest import assert_group_complete, materialize_paper, outcomes
+from assets.common.params import parse
+from assets.diffusion_w2 import benchmark, checks, runs
+from assets.diffusion_w2 import targets as dsb_targets
+from assets.diffusion_w2.params import DiffusionW2Params
+from resources.compute import ComputeResource
+from resources.profiles import deep_merge, load_params
+from tests.conftest import copy_smoke, materialize_group, rerun, smoke_resources_dict
 
-DOWNSTREAM = {"diffusion_w2/dsb_coupled_runs", "diffusion_w2/dsb_empirical_w2", "diffusion_w2/dsb_bounds",
-              "diffusion_w2/dsb_validation_report"}
-
-
-def _patch_params(monkeypatch, mutate):
-    """Serve a modified copy of the smoke parameters to the compute resource."""
-    import resources.compute as compute_module
-
-    real = compute_module.load_params
-
-    def patched(slug, profile, *args, **kwargs):
-        params = copy.deepcopy(real(slug, profile, *args, **kwargs))
-        if slug == dsb.SLUG:
-            mutate(params)
-        return params
-
-    monkeypatch.setattr(compute_module, "load_params", patched)
+SLUG = "diffusion_w2"
 
 
-def _tiny(params):
-    """Few runs: enough to reach every asset quickly in gating tests."""
-    params["experiments"] = {"v": {"targets": ["gauss1d"], "processes": ["vp"], "samplers": ["sde"],
-                                   "grids": ["uniform"], "deltas": [0.001], "Ks": [20],
-                                   "errors": ["b1_s05_all"], "seeds": 1}}
-    params["bound_sweep"] = {}
-    params["hessian_check_points"] = 100
-    params["hessian_check_taus"] = 2
-    params["perf_benchmark"] = []
+@pytest.fixture(scope="module")
+def run(smoke):
+    return smoke(SLUG)
 
 
-def _step_errors(result) -> str:
+def typed(profile: str = "smoke", **overrides) -> DiffusionW2Params:
+    return parse(DiffusionW2Params, deep_merge(load_params(SLUG, profile), overrides), f"{SLUG}.{profile}")
+
+
+def rerun_result(run, names: list[str], dest, **compute_fields):
+    """Like conftest.rerun, but the Dagster result (to read a failed step's error)."""
+    root = copy_smoke(run, dest)
+    keys = [dg.AssetKey([SLUG, n]) for n in names]
+    return materialize_group(run.paper, smoke_resources_dict(**compute_fields), root,
+                             selection=dg.AssetSelection.assets(*keys))
+
+
+def step_errors(result) -> str:
     return " ".join(str(ev.event_specific_data.error) for ev in result.all_events
                     if ev.event_type_value == "STEP_FAILURE")
 
 
-def test_smoke_materializes_every_asset_and_check(smoke_resources, data_dir):
-    result = materialize_paper(dsb, smoke_resources)
-    seen = assert_group_complete(dsb, result)
-    report = data_dir / "reports" / "diffusion_w2"
-    assert (report / "REPORT.md").exists()
+# ------------------------------------------------------------------------------ the smoke run
+def test_smoke_report_names_every_claim_and_keeps_timings_out_of_dvc(run):
+    report = run.data_dir / "reports" / SLUG
     for name in ("bound_vs_rms", "delta_sweep", "grid_ranking", "gaussian_closed_form"):
-        pngs = list(report.rglob(f"{name}.png"))
-        assert len(pngs) == 1 and pngs[0].stat().st_size > 1000
-    metrics = json.loads((report / "metrics.json").read_text())
-    assert metrics["claims_total"] == len(dsb.CLAIM_IDS) and metrics["validity_fraction"] == 1.0
-    claims = pd.read_parquet(data_dir / "results" / "diffusion_w2" / "claims.parquet")
-    assert set(claims["claim_id"]) == set(dsb.CLAIM_IDS)
-    rows = pd.read_parquet(data_dir / "results" / "diffusion_w2" / "metrics.parquet")
+        assert (report / "plots" / f"{name}.png").stat().st_size > 1000
+    metrics = (report / "metrics.json").read_text()
+    assert '"validity_fraction": 1.0' in metrics and "per_s" not in metrics
+    claims = pd.read_parquet(run.data_dir / "results" / SLUG / "claims.parquet")
+    assert set(claims["claim_id"]) == set(run.paper.claim_ids)
+    rows = pd.read_parquet(run.data_dir / "results" / SLUG / "metrics.parquet")
     assert {"rms", "w2", "log10_gmm_sup", "exact_w2"} <= set(rows["metric"])
+    assert "wall_s" not in run.value("dsb_coupled_runs")
+    assert not (run.data_dir / SLUG / "dsb_backend_benchmark.parquet").exists()       # a run record
+    timings = (run.data_dir / "runs" / SLUG / "TIMINGS.md").read_text()
+    assert "particle-steps/s" in timings and "Backend benchmark" in timings
+    bench = run.value("dsb_backend_benchmark")
+    assert set(zip(bench["backend"], bench["device"])) >= {("numpy", "cpu"), ("torch", "cpu")}
 
 
-def test_non_pd_covariance_is_stopped(smoke_resources, monkeypatch):
-    def mutate(params):
-        _tiny(params)
-        params["targets"][1] = {**params["targets"][1], "cov": [[1.0, 2.0], [2.0, 1.0]]}
+# ------------------------------------------------------------------------------ gates
+def test_non_pd_covariance_stops_the_chains(run, tmp_path, monkeypatch):
+    real = runs.target_rows
 
-    _patch_params(monkeypatch, mutate)
-    result = materialize_paper(dsb, smoke_resources)
-    seen = outcomes(result)
+    def corrupted(specs):
+        specs = list(specs)
+        specs[1] = {**specs[1], "cov": [[1.0, 2.0], [2.0, 1.0]]}
+        return real(specs)
+
+    monkeypatch.setattr(runs, "target_rows", corrupted)
+    seen = rerun(run, ["dsb_targets", "dsb_coupled_runs"], tmp_path / "data")
     assert seen["checks"]["mixture_valid"] is False
-    evaluation = [e for e in result.get_asset_check_evaluations() if e.check_name == "mixture_valid"][0]
-    assert "gauss2d" in evaluation.description and "not positive definite" in evaluation.description
-    assert not (DOWNSTREAM | {"diffusion_w2/dsb_backend_benchmark"}) & seen["assets"]
+    assert "diffusion_w2/dsb_targets" in seen["assets"] and "diffusion_w2/dsb_coupled_runs" not in seen["assets"]
 
 
-def test_weights_not_summing_to_one_are_stopped(smoke_resources, monkeypatch):
-    def mutate(params):
-        _tiny(params)
-        params["targets"][2] = {**params["targets"][2], "weights": [0.5, 0.6]}
+def test_mixture_check_names_the_bad_target():
+    specs = [dict(s) for s in typed().targets]
+    clean = runs.target_rows(specs)
+    assert checks.mixture_valid(clean).passed
+    specs[1] = {**specs[1], "cov": [[1.0, 2.0], [2.0, 1.0]]}
+    specs[2] = {**specs[2], "weights": [0.5, 0.6]}
+    found = checks.mixture_valid(runs.target_rows(specs))
+    assert not found.passed
+    assert "gauss2d" in found.message() and "not positive definite" in found.message()
+    assert "gmm1d_mild" in found.message() and "sum to 1.1" in found.message()
 
-    _patch_params(monkeypatch, mutate)
-    result = materialize_paper(dsb, smoke_resources)
-    evaluation = [e for e in result.get_asset_check_evaluations() if e.check_name == "mixture_valid"][0]
-    assert not evaluation.passed and "gmm1d_mild" in evaluation.description and "sum to 1.1" in evaluation.description
-    assert not DOWNSTREAM & outcomes(result)["assets"]
 
-
-def test_non_decreasing_grid_is_stopped(smoke_resources, monkeypatch):
-    _patch_params(monkeypatch, _tiny)
-    real = dsb_benchmark.time_grid_rows
+def test_non_decreasing_grid_stops_the_chains(run, tmp_path, monkeypatch):
+    real = runs.time_grid_rows
 
     def corrupted(*args, **kwargs):
         frame = real(*args, **kwargs)
         frame.loc[[5, 6], "tau"] = frame.loc[[6, 5], "tau"].to_numpy()
         return frame
 
-    monkeypatch.setattr(dsb_benchmark, "time_grid_rows", corrupted)
-    result = materialize_paper(dsb, smoke_resources)
-    evaluation = [e for e in result.get_asset_check_evaluations() if e.check_name == "grids_strictly_decreasing"][0]
-    assert not evaluation.passed and "tau not strictly decreasing at step k=5" in evaluation.description
-    assert not DOWNSTREAM & outcomes(result)["assets"]
+    monkeypatch.setattr(runs, "time_grid_rows", corrupted)
+    seen = rerun(run, ["dsb_time_grids", "dsb_coupled_runs"], tmp_path / "data")
+    assert seen["checks"]["grids_strictly_decreasing"] is False
+    assert "diffusion_w2/dsb_coupled_runs" not in seen["assets"]
 
 
-def test_delta_not_below_T_fails_naming_delta(smoke_resources, monkeypatch):
-    def mutate(params):
-        _tiny(params)
-        params["experiments"]["v"]["deltas"] = [1.0]
-
-    _patch_params(monkeypatch, mutate)
-    result = materialize_paper(dsb, smoke_resources)
-    assert "delta (early stopping) = 1.0 must be < T = 1.0" in _step_errors(result)
-    assert "diffusion_w2/dsb_time_grids" not in outcomes(result)["assets"]
-    assert not DOWNSTREAM & outcomes(result)["assets"]
+def test_grid_check_names_the_step(run):
+    grids, params = run.value("dsb_time_grids"), typed()
+    assert checks.grids_valid(grids, params).passed
+    grids.loc[[5, 6], "tau"] = grids.loc[[6, 5], "tau"].to_numpy()
+    found = checks.grids_valid(grids, params)
+    assert not found.passed and "tau not strictly decreasing at step k=5" in found.message()
 
 
-def test_unstable_euler_step_fails_naming_K(smoke_resources, monkeypatch):
-    def mutate(params):
-        _tiny(params)
-        params["experiments"]["v"]["Ks"] = [2]
+def test_delta_not_below_T_fails_naming_delta(run, tmp_path):
+    result = rerun_result(run, ["dsb_time_grids", "dsb_coupled_runs"], tmp_path / "data",
+                          params_overrides={SLUG: {"experiments": {"validity": {"deltas": [1.0]}}}})
+    assert "delta (early stopping) = 1.0 must be < T = 1.0" in step_errors(result)
+    materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
+    assert not {"diffusion_w2/dsb_time_grids", "diffusion_w2/dsb_coupled_runs"} & materialized
 
-    _patch_params(monkeypatch, mutate)
-    result = materialize_paper(dsb, smoke_resources)
-    errors = _step_errors(result)
+
+def test_unstable_euler_step_fails_naming_K(run, tmp_path):
+    result = rerun_result(run, ["dsb_time_grids", "dsb_coupled_runs"], tmp_path / "data",
+                          params_overrides={SLUG: {"experiments": {"validity": {"Ks": [2]}}}})
+    errors = step_errors(result)
     assert "unstable Euler step for target gauss1d" in errors and "K=2" in errors
-    assert not DOWNSTREAM & outcomes(result)["assets"]
+    materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
+    assert "diffusion_w2/dsb_coupled_runs" not in materialized
 
 
-def test_wrong_hessian_bound_is_stopped(smoke_resources, monkeypatch):
-    _patch_params(monkeypatch, _tiny)
-    real = dsb.curvature_interval
+def test_wrong_hessian_bound_is_named(run, monkeypatch):
+    frame = run.value("dsb_targets")
+    params = replace(typed(), hessian_check_points=100, hessian_check_taus=2)
+    assert checks.hessian_bounds_within(frame, params, np.random.default_rng(0)).passed
+    real = dsb_targets.curvature_interval
 
     def too_tight(target, family, a, sigma):
         lo, hi = real(target, family, a, sigma)
         return lo, lo + 0.5 * (np.asarray(hi) - np.asarray(lo)) if family == "gmm_sup" else hi
 
-    monkeypatch.setattr(dsb, "curvature_interval", too_tight)
-    result = materialize_paper(dsb, smoke_resources)
-    evaluation = [e for e in result.get_asset_check_evaluations() if e.check_name == "hessian_bounds_hold"][0]
-    assert not evaluation.passed and "gmm_sup: Hessian spectrum" in evaluation.description
-    assert not DOWNSTREAM & outcomes(result)["assets"]
+    monkeypatch.setattr(dsb_targets, "curvature_interval", too_tight)
+    found = checks.hessian_bounds_within(frame, params, np.random.default_rng(0))
+    assert not found.passed and "gmm_sup: Hessian spectrum" in found.message()
 
 
-def test_too_few_particles_are_stopped_by_the_noise_floor(smoke_resources, monkeypatch):
-    def mutate(params):
-        _tiny(params)
-        params["n_particles"] = {1: 20, 2: 20}
-        params["error_models"]["b1_s05_all"] = {"mean": 0.2, "sd": 0.1, "window": "all"}
+def test_unresolved_w2_stops_the_report(run, tmp_path, monkeypatch):
+    real = runs.empirical_summary
 
-    _patch_params(monkeypatch, mutate)
-    result = materialize_paper(dsb, smoke_resources)
-    seen = outcomes(result)
-    evaluation = [e for e in result.get_asset_check_evaluations() if e.check_name == "noise_floor_resolved"][0]
-    assert not evaluation.passed and "run too small" in evaluation.description
-    assert "diffusion_w2/dsb_validation_report" not in seen["assets"]
+    def noisy(*args, **kwargs):
+        frame = real(*args, **kwargs)
+        frame["floor"] = 0.5 * frame["w2"]            # the MC floor at half of every W2: a run too small
+        frame["floor_ratio"] = 0.5
+        return frame
 
-
-def test_gpu_profile_group_runs_with_the_torch_backend_on_cpu(smoke_resources, data_dir, monkeypatch):
-    """The gpu block's code path (torch backend, 16-D/64-D targets, sliced and Gaussian-moment W2,
-    backend benchmark) through every asset and check, at tiny sizes on device "cpu"."""
-    from resources.compute import ComputeResource
-
-    def mutate(params):
-        assert params["backend"] == "torch"
-        params["experiments"] = {"v": {"targets": ["gauss1d", "gauss64d", "gmm16d", "gmm64d"],
-                                       "processes": ["vp"], "samplers": ["sde", "ode"], "grids": ["uniform"],
-                                       "deltas": [0.001], "Ks": [20], "errors": ["b1_s05_all", "z_s05_all"],
-                                       "seeds": 1}}
-        params["bound_sweep"] = {}
-        params["n_particles"] = {1: 2000, 2: 300, 16: 500, 64: 1500}
-        params["hessian_check_points"] = 200
-        params["hessian_check_taus"] = 2
-        params["perf_benchmark"] = [{"target": "gmm64d", "process": "vp", "sampler": "sde", "K": 5, "n": 200}]
-        params["claims"]["main_K"] = 20
-
-    _patch_params(monkeypatch, mutate)
-    resources = {**smoke_resources, "compute": ComputeResource(profile="gpu", device="cpu")}
-    # everything up to the report (the smoke test covers the report): assets + blocking checks
-    upstream = [a for a in dsb.assets if a.key != dsb.REPORT_KEY]
-    checks = [c for c in dsb.asset_checks if any(spec.blocking for spec in c.check_specs)]
-    result = dg.materialize([*upstream, *checks], resources=resources, raise_on_error=False)
-    seen = outcomes(result)
-    assert result.success and seen["assets"] == {a.key.to_user_string() for a in upstream}
-    assert seen["checks"] and all(seen["checks"].values()), seen["checks"]   # incl. validity: bounds ≥ RMS in 64-D
-    assert {"bounds_valid", "noise_floor_resolved", "hessian_bounds_hold"} <= set(seen["checks"])
-    evaluation = [e for e in result.get_asset_check_evaluations() if e.check_name == "noise_floor_resolved"][0]
-    assert evaluation.passed and evaluation.metadata["gated"].value == 4      # gauss1d, gauss64d × sde/ode
-    runs = pd.read_parquet(data_dir / "diffusion_w2" / "dsb_coupled_runs.parquet")
-    bounds = pd.read_parquet(data_dir / "diffusion_w2" / "dsb_bounds.parquet")
-    assert set(runs["backend"]) == {"torch"}
-    methods = runs.drop_duplicates("target").set_index("target")["w2_method"]
-    assert methods.to_dict() == {"gauss1d": "sorted", "gauss64d": "gauss_moments", "gmm16d": "sliced_lb_p256",
-                                 "gmm64d": "sliced_lb_p256"}
-    # the 64-D non-diagonal Gaussian: Monte-Carlo RMS and W2 against the analytic closed form
-    gauss = runs.merge(bounds, on=dsb_benchmark.CONFIG_COLS + ["error_model"]).query("target == 'gauss64d'")
-    assert len(gauss) == 4 and np.allclose(gauss["rms"], gauss["exact_rms"], rtol=0.05)
-    biased = gauss[gauss["error_model"] == "b1_s05_all"]
-    assert (np.abs(biased["w2"] - biased["exact_w2"]) <= np.maximum(0.03 * biased["exact_w2"], 2 * biased["floor"])).all()
-    bench = pd.read_parquet(data_dir / "diffusion_w2" / "dsb_backend_benchmark.parquet")
-    assert set(zip(bench["backend"], bench["device"])) == {("numpy", "cpu"), ("torch", "cpu")}
+    monkeypatch.setattr(runs, "empirical_summary", noisy)
+    seen = rerun(run, ["dsb_empirical_w2", "benchmark_report"], tmp_path / "data")
+    assert seen["checks"]["noise_floor_resolved"] is False
+    assert "diffusion_w2/benchmark_report" not in seen["assets"]
 
 
 def test_noise_floor_gate_reads_only_the_w2_a_claim_uses():
@@ -217,27 +170,95 @@ def test_noise_floor_gate_reads_only_the_w2_a_claim_uses():
          "w2_claim": False},
         {**base, "target": "gmm1d_sep", "error_model": "b1", "w2": 0.1, "floor": 0.3, "floor_ratio": 3.0,
          "w2_claim": False}])
-    ok = dsb._noise_floor_resolved(rows)
-    assert ok.passed and "2 other W2 values reported, not gated" in ok.description
+    ok = checks.noise_floor_resolved(rows)
+    assert ok.passed and "2 other W2 values reported, not gated" in ok.message()
     rows.loc[0, ["floor", "floor_ratio"]] = [0.25, 0.125]
-    bad = dsb._noise_floor_resolved(rows)
-    assert not bad.passed and "gauss1d/vp/sde/uniform/δ=0.001/K=20/b1" in bad.description
-    assert not dsb._noise_floor_resolved(rows.assign(w2_claim=False)).passed
-    errors = {"b1": dsb_benchmark.M.ErrorModel("b1", 1.0, 0.5), "z": dsb_benchmark.M.ErrorModel("z", 0.0, 0.5),
-              "low": dsb_benchmark.M.ErrorModel("low", 1.0, 1.0, "low_t")}
+    bad = checks.noise_floor_resolved(rows)
+    assert not bad.passed and "gauss1d/vp/sde/uniform/δ=0.001/K=20/b1" in bad.message()
+    assert not checks.noise_floor_resolved(rows.assign(w2_claim=False)).passed
+    errors = {"b1": runs.M.ErrorModel("b1", 1.0, 0.5), "z": runs.M.ErrorModel("z", 0.0, 0.5),
+              "low": runs.M.ErrorModel("low", 1.0, 1.0, "low_t")}
     frame = pd.DataFrame({"target": ["gauss1d", "gauss1d", "gauss1d", "gmm1d_mild"],
                           "error_model": ["b1", "z", "low", "b1"], "biased": [True, False, True, True],
                           "w2": [1.0, 0.1, 0.5, 1.0]})
-    assert dsb_benchmark.w2_claim_scope(frame, errors, ["gauss1d"]).tolist() == [True, False, False, False]
+    assert runs.w2_claim_scope(frame, errors, ["gauss1d"]).tolist() == [True, False, False, False]
 
 
+def test_bound_below_the_rms_is_named(run):
+    bounds, coupled = run.value("dsb_bounds"), run.value("dsb_coupled_runs")
+    assert checks.bounds_valid(bounds, coupled).passed
+    bounds.loc[0, "log10_gmm_sup"] = -12.0
+    found = checks.bounds_valid(bounds, coupled)
+    assert not found.passed and "gmm_sup_recursion" in found.message() and bounds.loc[0, "target"] in found.message()
+
+
+def test_runs_check_names_non_finite_rows(run):
+    coupled = run.value("dsb_coupled_runs")
+    assert checks.runs_finite(coupled).passed
+    coupled.loc[3, "rms"] = np.nan
+    found = checks.runs_finite(coupled)
+    assert not found.passed and "1 runs with non-finite RMS/floor" in found.message()
+    assert not checks.runs_finite(coupled.iloc[:0]).passed
+
+
+# ------------------------------------------------------------------------------ parameters
 @pytest.mark.parametrize("profile", ["smoke", "cpu", "gpu"])
-def test_every_profile_has_complete_parameters(profile):
-    from resources.profiles import load_params
+def test_claim_scope_is_run_at_every_profile(profile):
+    p = typed(profile)
+    configs = runs.configs(p)
+    assert set(configs["target"]) <= {t["name"] for t in p.targets}
+    assert set(p.claims.ranking_targets) <= set(configs["target"])
+    assert set(p.claims.d1_targets) <= set(configs["target"])
+    assert p.claims.main_K in set(configs["K"])
+    assert {c.target for c in p.perf_benchmark} <= {t["name"] for t in p.targets}
 
-    params = load_params("diffusion_w2", profile)
-    configs = dsb_benchmark.expand_configs(params["experiments"], [t["name"] for t in params["targets"]],
-                                           list(params["error_models"]))
-    assert set(configs["target"]) <= {t["name"] for t in params["targets"]}
-    assert set(params["claims"]["ranking_targets"]) <= set(configs["target"])
-    assert params["claims"]["main_K"] in set(configs["K"])
+
+def test_claim_thresholds_are_the_spec_pass_criteria():
+    assert (benchmark.D1_REL_TOL, benchmark.D1_FLOOR_MULT, benchmark.SHARP_RATIO) == (0.03, 2.0, 3.0)
+    assert (benchmark.BLOWUP_FACTOR, benchmark.LIP_CHANGE, benchmark.SPEARMAN_MIN) == (10.0, 0.2, 0.8)
+    assert not {"sharp_ratio", "d1_rel_tol", "spearman_min"} & set(load_params(SLUG, "cpu")["claims"])
+
+
+# ------------------------------------------------------------------------------ the gpu code path
+def test_gpu_profile_path_runs_with_the_torch_backend_on_cpu():
+    """The gpu block's code path (torch backend, 16-D/64-D targets, sliced and Gaussian-moment W2,
+    backend benchmark) through every table and predicate, at tiny sizes on device "cpu"."""
+    p = typed("gpu", experiments={"v": {"targets": ["gauss1d", "gauss64d", "gmm16d", "gmm64d"], "processes": ["vp"],
+                                        "samplers": ["sde", "ode"], "grids": ["uniform"], "deltas": [0.001],
+                                        "Ks": [20], "errors": ["b1_s05_all", "z_s05_all"], "seeds": 1}},
+              n_particles={1: 2000, 2: 300, 16: 500, 64: 1500}, hessian_check_points=200, hessian_check_taus=2,
+              perf_benchmark=[{"target": "gmm64d", "process": "vp", "sampler": "sde", "K": 5, "n": 200}],
+              claims={"main_K": 20})
+    p = replace(p, experiments={"v": p.experiments["v"]}, bound_sweep={})
+    compute = ComputeResource(profile="gpu", device="cpu")
+    assert p.backend == "torch"
+    target_frame = runs.target_rows(p.targets)
+    assert checks.mixture_valid(target_frame).passed
+    assert checks.hessian_bounds_within(target_frame, p, np.random.default_rng(0)).passed
+    grid_frame = runs.time_grids(p)
+    assert checks.grids_valid(grid_frame, p).passed
+    targets, grids = runs.targets_from_frame(target_frame), runs.grids_by_key(grid_frame)
+    errors = runs.error_models_from_frame(runs.error_model_rows(p.error_models))
+    backend, device, dtype = runs.chain_backend(p, compute)
+    coupled, timing = runs.coupled_runs(p, targets, grids, errors, lambda *k: compute.seed_for(SLUG, "run", *k),
+                                        backend, device, dtype)
+    assert (backend, device) == ("torch", "cpu") and set(coupled["backend"]) == {"torch"}
+    assert "wall_s" not in coupled and timing["particle_steps_per_s"] > 0
+    assert checks.runs_finite(coupled).passed
+    empirical = runs.empirical_w2(coupled, errors, list(p.claims.d1_targets), seed=0)
+    floor = checks.noise_floor_resolved(empirical)
+    assert floor.passed and floor.metadata["gated"] == 4                  # gauss1d, gauss64d × sde/ode
+    bounds = runs.bounds(p, targets, grids, errors, coupled)
+    assert checks.bounds_valid(bounds, coupled).passed                    # bounds ≥ RMS in 64-D
+    methods = coupled.drop_duplicates("target").set_index("target")["w2_method"]
+    assert methods.to_dict() == {"gauss1d": "sorted", "gauss64d": "gauss_moments", "gmm16d": "sliced_lb_p256",
+                                 "gmm64d": "sliced_lb_p256"}
+    # the 64-D non-diagonal Gaussian: Monte-Carlo RMS and W2 against the analytic closed form
+    gauss = coupled.merge(bounds, on=runs.CONFIG_COLS + ["error_model"]).query("target == 'gauss64d'")
+    assert len(gauss) == 4 and np.allclose(gauss["rms"], gauss["exact_rms"], rtol=0.05)
+    biased = gauss[gauss["error_model"] == "b1_s05_all"]
+    tolerance = np.maximum(0.03 * biased["exact_w2"], 2 * biased["floor"])
+    assert (np.abs(biased["w2"] - biased["exact_w2"]) <= tolerance).all()
+    bench = runs.backend_benchmark(list(p.perf_benchmark), targets, runs.build_processes(p.process), errors,
+                                   seed=0, devices=["cpu"], dtype=dtype)
+    assert set(zip(bench["backend"], bench["device"])) == {("numpy", "cpu"), ("torch", "cpu")}

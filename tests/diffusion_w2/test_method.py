@@ -23,7 +23,8 @@ def test_gaussian_closed_form_matches_monte_carlo(process, sampler):
     out = M.simulate_coupled(GAUSS, grid, sampler, [BIASED], 40000, seed=3)
     rms, se = EMP.coupling_rms(out["perturbed"][0] - out["true"])
     assert rms == pytest.approx(exact["rms"], abs=4 * se + 1e-9)
-    assert out["true"].mean() == pytest.approx(float(exact["mean_true"][0]), abs=5 * np.sqrt(exact["cov_true"][0, 0] / 40000))
+    assert out["true"].mean() == pytest.approx(float(exact["mean_true"][0]),
+                                               abs=5 * np.sqrt(exact["cov_true"][0, 0] / 40000))
     assert out["true"].var() == pytest.approx(float(exact["cov_true"][0, 0]), rel=0.03)
     assert EMP.w2_sorted(out["true"], out["perturbed"][0]) == pytest.approx(exact["w2"], rel=0.03)
 

@@ -6,8 +6,7 @@ import pytest
 from scipy.special import logsumexp
 from scipy.stats import multivariate_normal
 
-from assets.diffusion_w2.targets import (GaussianMixture, Logistic1D, build_target, curvature_interval,
-                                         mixture_problems)
+from assets.diffusion_w2.targets import GaussianMixture, Logistic1D, build_target, curvature_interval, mixture_problems
 
 ANISO = GaussianMixture("gauss2d", [1.0], [[0.5, -0.3]], [[0.8125, 0.32476], [0.32476, 0.4375]])
 MIX2D = GaussianMixture("mix", [0.2, 0.3, 0.5], [[-1, 0], [1, 1], [0.5, -1]], [[0.5, 0.1], [0.1, 0.3]])
@@ -30,7 +29,8 @@ def test_mixture_score_and_hessian_are_derivatives_of_the_log_density(target):
     fd_score = np.stack([(_log_density(target, x + eps * e, a, s) - _log_density(target, x - eps * e, a, s)) / (2 * eps)
                          for e in eye], -1)
     assert np.allclose(target.score(x, a, s), fd_score, atol=1e-6)
-    fd_hess = np.stack([(target.score(x + eps * e, a, s) - target.score(x - eps * e, a, s)) / (2 * eps) for e in eye], -1)
+    fd_hess = np.stack([(target.score(x + eps * e, a, s) - target.score(x - eps * e, a, s)) / (2 * eps)
+                        for e in eye], -1)
     assert np.allclose(target.hessian(x, a, s), fd_hess, atol=1e-5)
 
 

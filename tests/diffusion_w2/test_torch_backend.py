@@ -7,10 +7,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from assets.diffusion_w2 import benchmark as B  # noqa: E402
+from assets.common.params import parse  # noqa: E402
 from assets.diffusion_w2 import empirical as EMP  # noqa: E402
 from assets.diffusion_w2 import method as M  # noqa: E402
+from assets.diffusion_w2 import runs  # noqa: E402
 from assets.diffusion_w2 import torch_backend as TB  # noqa: E402
+from assets.diffusion_w2.params import DiffusionW2Params  # noqa: E402
 from assets.diffusion_w2.processes import Process, time_grid_frame  # noqa: E402
 from assets.diffusion_w2.targets import build_target, eig_extremes  # noqa: E402
 from resources.profiles import load_params  # noqa: E402
@@ -112,26 +114,26 @@ def test_interp_matches_numpy_including_clamping():
 
 
 def test_gpu_block_builds_and_has_high_dimensional_targets():
-    params = load_params("diffusion_w2", "gpu")
-    assert params["backend"] == "torch" and params.get("dtype", "float64") == "float64"
-    frame = B.target_rows(params["targets"])
+    params = parse(DiffusionW2Params, load_params("diffusion_w2", "gpu"), "diffusion_w2.gpu")
+    assert params.backend == "torch" and params.dtype == "float64"
+    frame = runs.target_rows(params.targets)
     assert (frame["problems"] == "").all()
     dims = dict(zip(frame["target"], frame["dim"]))
     assert {16, 64} <= set(dims.values())
-    targets = B.targets_from_frame(frame)
+    targets = runs.targets_from_frame(frame)
     rotated = [t for t in targets.values() if getattr(t, "kind", "") == "gmm" and t.dim == 64 and len(t.weights) == 1]
     assert rotated and not rotated[0].isotropic                         # non-diagonal 64-D Gaussian
     assert np.abs(rotated[0].cov - np.diag(np.diag(rotated[0].cov))).max() > 0.05
     assert any(t.dim == 64 and len(getattr(t, "weights", [])) > 1 for t in targets.values())
-    assert set(params["n_particles"]) >= set(dims.values())
-    configs = B.expand_configs(params["experiments"], list(targets), list(params["error_models"]))
-    processes = B.build_processes(params)
-    grids = B.time_grid_rows(processes, B.grid_keys(configs))
-    by_key = B.grids_by_key(grids)
+    assert set(params.n_particles) >= set(dims.values())
+    configs = runs.configs(params)
+    processes = runs.build_processes(params.process)
+    grids = runs.time_grid_rows(processes, runs.grid_keys(configs))
+    by_key = runs.grids_by_key(grids)
     for cfg in configs.drop_duplicates(["target", "process", "sampler", "grid", "delta", "K"]).itertuples():
         M.check_em_stability(targets[cfg.target], by_key[(cfg.process, cfg.grid, cfg.delta, cfg.K)], cfg.sampler)
-    for case in params["perf_benchmark"]:
-        assert case["target"] in targets
+    for case in params.perf_benchmark:
+        assert case.target in targets
 
 
 def test_torch_marginal_samplers_have_the_right_moments():
