@@ -91,7 +91,7 @@ def main() -> None:
     train_runs = {"var": [], "viar": []}
     sample_runs = {i: [] for i in range(len(sample_settings))}
     train_rate(var, None), train_rate(viar, (int(v["jfb_n"]), int(v["jfb_m"])))          # warm-up
-    for i, (_, _, model, sched) in enumerate(sample_settings):
+    for _, _, model, sched in sample_settings:
         sample_rate(model, sched)
     for _ in range(args.repeats):
         train_runs["var"].append(train_rate(var, None))

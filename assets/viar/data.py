@@ -179,7 +179,8 @@ def validate_images(frame: pd.DataFrame, expected_shape: tuple[int, int, int], n
                         f"!= expected {tuple(expected_shape)}")
     lengths = frame["pixels"].map(len).unique()
     if len(lengths) != 1 or int(lengths[0]) != int(np.prod(expected_shape)):
-        problems.append(f"pixel rows of lengths {sorted(map(int, lengths))[:5]}, expected {int(np.prod(expected_shape))}")
+        problems.append(f"pixel rows of lengths {sorted(map(int, lengths))[:5]}, "
+                        f"expected {int(np.prod(expected_shape))}")
     else:
         pixels = np.stack(frame["pixels"].to_numpy())
         if not np.isfinite(pixels).all():

@@ -1,79 +1,53 @@
-"""VIAR wiring at the smoke profile: every asset and check runs, and bad input (images out of
-range, labels outside the conditioning set, token ids outside the codebook, an iteration schedule
-of the wrong length) is stopped by a blocking check before anything downstream consumes it."""
+"""VIAR wiring: the smoke group is complete (tests/platform/test_smoke_contract.py), bad input
+(images out of range, labels outside the conditioning set, token ids outside the codebook, an
+iteration schedule of the wrong length) is stopped before anything downstream consumes it —
+re-running only the gated asset and one downstream on the stored smoke outputs — and the
+predicates name what is wrong."""
 from __future__ import annotations
 
-import json
+from dataclasses import replace
 
+import dagster as dg
 import numpy as np
 import pandas as pd
 import pytest
 
+from assets.common.params import parse
+from assets.viar import checks, runs
 from assets.viar import data as viar_data
-from assets.viar import definitions as viar
 from assets.viar import model as viar_model
 from assets.viar import tokenizer as viar_tokenizer
-from resources.compute import ComputeResource
-from tests.conftest import assert_group_complete, materialize_paper, outcomes
+from assets.viar.params import VIARRunParams
+from resources.profiles import load_params
+from tests.conftest import copy_smoke, materialize_group, rerun, smoke_resources_dict
+
+SLUG = "viar"
 
 
-class DigitsOnlyCompute(ComputeResource):
-    """The smoke profile restricted to digits: the gating tests below need one dataset, not two."""
-
-    def params(self, slug: str) -> dict:
-        return {**super().params(slug), "datasets": ["digits"]}
+@pytest.fixture(scope="module")
+def run(smoke):
+    return smoke(SLUG)
 
 
 @pytest.fixture
-def digits_resources(smoke_resources):
-    return {**smoke_resources, "compute": DigitsOnlyCompute(profile="smoke")}
+def smoke_data(run, monkeypatch):
+    """Checkpoint references resolve against the smoke run's data directory."""
+    monkeypatch.setenv("PAPERLAB_DATA_DIR", str(run.data_dir))
+    return run
 
 
-def test_smoke_materializes_every_asset_and_check(smoke_resources, data_dir):
-    result = materialize_paper(viar, smoke_resources)
-    seen = assert_group_complete(viar, result)
-    report = data_dir / "reports" / "viar"
-    assert (report / "REPORT.md").exists()
-    pngs = list(report.rglob("digits_pareto.png"))
-    assert pngs and pngs[0].stat().st_size > 1000
-    metrics = json.loads((report / "metrics.json").read_text())
-    assert metrics["claims_total"] == len(viar.CLAIM_IDS)
-    claims = pd.read_parquet(data_dir / "results" / "viar" / "claims.parquet")
-    assert set(claims["claim_id"]) == set(viar.CLAIM_IDS)
-    # checkpoints are referenced relative to the data directory, never by absolute path
-    models = pd.read_parquet(data_dir / "viar" / "viar_models.parquet")
-    assert not models["checkpoint"].str.startswith("/").any()
-    assert (data_dir / models["checkpoint"].iat[0]).exists()
-    samples = pd.read_parquet(data_dir / "viar" / "samples.parquet")
-    assert {"explicit", "calibrated", "con8", "dec8-2"} <= set(samples["schedule"])
+def typed(profile: str = "smoke") -> VIARRunParams:
+    return parse(VIARRunParams, load_params(SLUG, profile), f"{SLUG}.{profile}")
 
 
-def _nothing_after_images(seen):
-    return not ({"viar/eval_classifier", "viar/msvq_tokenizer", "viar/token_pyramids", "viar/var_models",
-                 "viar/benchmark_report"} & seen["assets"])
+def rerun_result(run, names: list[str], dest):
+    """Like conftest.rerun, but the Dagster result (to read a failed step's error)."""
+    root = copy_smoke(run, dest)
+    return materialize_group(run.paper, smoke_resources_dict(), root,
+                             selection=dg.AssetSelection.assets(*[dg.AssetKey([SLUG, n]) for n in names]))
 
 
-def test_images_out_of_range_or_labels_outside_the_conditioning_set_are_stopped(smoke_resources, monkeypatch):
-    real = viar_data.build_dataset
-
-    def corrupted(name, cfg, seed):
-        frame = real(name, cfg, seed)
-        frame.at[0, "pixels"] = frame.at[0, "pixels"] * 4.0          # pixels far outside [-1, 1]
-        if name == "digits":
-            frame.loc[frame.index[:3], "label"] = 10                    # digits has classes 0..9
-        return frame
-
-    monkeypatch.setattr(viar_data, "build_dataset", corrupted)
-    result = materialize_paper(viar, smoke_resources)
-    seen = outcomes(result)
-    assert seen["checks"]["shape_range_labels"] is False
-    message = next(e.description for e in result.get_asset_check_evaluations()
-                   if e.check_name == "shape_range_labels")
-    assert "outside [-1, 1]" in message and "outside the conditioning set 0..9" in message
-    assert _nothing_after_images(seen)
-
-
-def _failure_messages(result) -> str:
+def failure_messages(result) -> str:
     """Every step failure's error text, causes included."""
     texts = []
     for event in result.all_events:
@@ -85,7 +59,57 @@ def _failure_messages(result) -> str:
     return " | ".join(texts)
 
 
-def test_token_id_outside_the_codebook_in_the_pyramids_is_stopped(digits_resources, monkeypatch):
+def materialized(result) -> set[str]:
+    return {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
+
+
+# ------------------------------------------------------------------------------ the smoke run
+def test_smoke_report_names_every_claim_and_keeps_timings_out_of_dvc(run):
+    report = run.data_dir / "reports" / SLUG
+    assert (report / "plots" / "digits_pareto.png").stat().st_size > 1000
+    claims = pd.concat([pd.read_parquet(run.data_dir / "results" / SLUG / "claims.parquet"),
+                        pd.read_parquet(run.data_dir / "runs" / SLUG / "claims_timings.parquet")])
+    assert sorted(claims["claim_id"]) == sorted(run.paper.claim_ids)
+    assert claims.set_index("claim_id")["volatile"].to_dict()["v5_compute_control"]
+    assert "img/s" not in (report / "REPORT.md").read_text()
+    assert not (run.data_dir / SLUG / "throughput.parquet").exists()               # a run record
+    assert (run.value("throughput")["images_per_second"] > 0).all()
+    assert "v5_compute_control" in (run.data_dir / "runs" / SLUG / "TIMINGS.md").read_text()
+    # checkpoints are referenced relative to the data directory, never by absolute path
+    models = run.value("viar_models")
+    assert not models["checkpoint"].str.startswith("/").any()
+    assert (run.data_dir / models["checkpoint"].iat[0]).exists()
+    assert not {"train_seconds", "steps_per_second"} & set(models.columns)
+    samples = run.value("samples")
+    assert {"explicit", "calibrated", "con8", "dec8-2"} <= set(samples["schedule"]) and "seconds" not in samples
+
+
+# ------------------------------------------------------------------------------ gates
+def test_images_out_of_range_are_stopped_before_the_classifier(run, tmp_path, monkeypatch):
+    real = viar_data.build_dataset
+
+    def corrupted(name, cfg, seed):
+        frame = real(name, cfg, seed)
+        frame.at[0, "pixels"] = frame.at[0, "pixels"] * 4.0          # pixels far outside [-1, 1]
+        return frame
+
+    monkeypatch.setattr(viar_data, "build_dataset", corrupted)
+    seen = rerun(run, ["images", "eval_classifier"], tmp_path / "data")
+    assert seen["checks"]["shape_range_labels"] is False
+    assert "viar/images" in seen["assets"] and "viar/eval_classifier" not in seen["assets"]
+
+
+def test_image_check_names_the_range_and_the_labels(run):
+    frame, params = run.value("images"), typed()
+    assert checks.images_valid(frame, params).passed
+    frame.at[0, "pixels"] = np.asarray(frame.at[0, "pixels"]) * 4.0
+    digits = frame.index[frame["dataset"] == "digits"][:3]
+    frame.loc[digits, "label"] = 10                                   # digits has classes 0..9
+    message = checks.images_valid(frame, params).message()
+    assert "outside [-1, 1]" in message and "outside the conditioning set 0..9" in message
+
+
+def test_token_id_outside_the_codebook_stops_the_models(run, tmp_path, monkeypatch):
     real = viar_tokenizer.token_pyramid
 
     def corrupted(model, images):
@@ -95,16 +119,24 @@ def test_token_id_outside_the_codebook_in_the_pyramids_is_stopped(digits_resourc
         return tokens, tf
 
     monkeypatch.setattr(viar_tokenizer, "token_pyramid", corrupted)
-    result = materialize_paper(viar, digits_resources)
-    seen = outcomes(result)
+    seen = rerun(run, ["token_pyramids", "var_models"], tmp_path / "data")
     assert seen["checks"]["ids_in_range_and_round_trip"] is False
-    message = next(e.description for e in result.get_asset_check_evaluations()
-                   if e.check_name == "ids_in_range_and_round_trip")
-    assert "1 token ids outside the codebook [0, 32)" in message
-    assert not ({"viar/var_models", "viar/viar_models", "viar/samples", "viar/benchmark_report"} & seen["assets"])
+    assert "viar/var_models" not in seen["assets"]
 
 
-def test_tokenizer_emitting_ids_outside_the_codebook_fails_with_a_clear_error(digits_resources, monkeypatch):
+def test_pyramid_check_names_the_out_of_range_id(smoke_data):
+    run = smoke_data
+    frame, tokenizer, images = run.value("token_pyramids"), run.value("msvq_tokenizer"), run.value("images")
+    assert checks.pyramids_valid(frame, tokenizer, images).passed
+    row = frame.index[frame["dataset"] == "digits"][0]
+    tokens = np.array(frame.at[row, "tokens"])
+    tokens[-1] = tokenizer["digits"]["config"]["vocab"]
+    frame.at[row, "tokens"] = tokens
+    found = checks.pyramids_valid(frame, tokenizer, images)
+    assert not found.passed and "digits: 1 token ids outside the codebook [0, 32)" in found.message()
+
+
+def test_tokenizer_emitting_ids_outside_the_codebook_fails_with_a_clear_error(run, tmp_path, monkeypatch):
     real = viar_tokenizer.MultiScaleVQVAE.encode_tokens
 
     def corrupted(self, x):
@@ -113,13 +145,12 @@ def test_tokenizer_emitting_ids_outside_the_codebook_fails_with_a_clear_error(di
         return tokens
 
     monkeypatch.setattr(viar_tokenizer.MultiScaleVQVAE, "encode_tokens", corrupted)
-    result = materialize_paper(viar, digits_resources)
-    seen = outcomes(result)
-    assert "token id outside the codebook: range [0, 32] not within [0, 32)" in _failure_messages(result)
-    assert not ({"viar/token_pyramids", "viar/var_models", "viar/samples"} & seen["assets"])
+    result = rerun_result(run, ["token_pyramids", "var_models"], tmp_path / "data")
+    assert "token id outside the codebook: range [0, 32] not within [0, 32)" in failure_messages(result)
+    assert not {"viar/token_pyramids", "viar/var_models"} & materialized(result)
 
 
-def test_iteration_schedule_of_the_wrong_length_is_stopped_before_sampling(digits_resources, monkeypatch):
+def test_iteration_schedule_of_the_wrong_length_is_stopped_before_sampling(run, tmp_path, monkeypatch):
     real = viar_model.calibrate_schedule
 
     def short(*args, **kwargs):
@@ -127,10 +158,9 @@ def test_iteration_schedule_of_the_wrong_length_is_stopped_before_sampling(digit
         return {**out, "schedule": out["schedule"][:-1]}                # one scale missing
 
     monkeypatch.setattr(viar_model, "calibrate_schedule", short)
-    result = materialize_paper(viar, digits_resources)
-    seen = outcomes(result)
-    assert "has length 3, the model has 4 scales" in _failure_messages(result)
-    assert not ({"viar/samples", "viar/throughput", "viar/sample_quality", "viar/benchmark_report"} & seen["assets"])
+    result = rerun_result(run, ["iteration_schedule", "samples"], tmp_path / "data")
+    assert "has length 3, the model has 4 scales" in failure_messages(result)
+    assert not {"viar/iteration_schedule", "viar/samples"} & materialized(result)
 
 
 def test_schedule_check_names_a_wrong_length_and_a_missed_target():
@@ -140,10 +170,11 @@ def test_schedule_check_names_a_wrong_length_and_a_missed_target():
          "nll_total_ratio": 1.0},
         {"dataset": "digits", "seed": 1, "schedule": [2, 2, 1, 1], "converged_iterations": 16, "tolerance": 0.02,
          "nll_total_ratio": 1.05}])
-    result = viar._schedule_valid(frame, tokenizer)
-    assert not result.passed
-    assert "seed 0: iteration schedule [2, 2, 1] has length 3, the model has 4 scales" in result.description
-    assert "seed 1: calibrated NLL / converged = 1.0500 > 1 + 0.02" in result.description
+    found = checks.schedule_valid(frame, tokenizer)
+    assert not found.passed
+    assert "seed 0: iteration schedule [2, 2, 1] has length 3, the model has 4 scales" in found.message()
+    assert "seed 1: calibrated NLL / converged = 1.0500 > 1 + 0.02" in found.message()
+    assert checks.schedule_valid(frame.iloc[1:].assign(nll_total_ratio=1.01), tokenizer).passed
 
 
 def test_classifier_below_the_accuracy_floor_is_refused(data_dir):
@@ -152,7 +183,6 @@ def test_classifier_below_the_accuracy_floor_is_refused(data_dir):
 
     from assets.viar import metrics
     from resources.artifacts import data_ref, save_state_dict
-    from resources.compute import ComputeResource
 
     frame = viar_data.load_digits_frame((200, 60, 60), seed=0, max_images=320)
     torch.manual_seed(0)
@@ -162,21 +192,38 @@ def test_classifier_below_the_accuracy_floor_is_refused(data_dir):
     path = data_dir / "viar" / "untrained_classifier.pt"
     save_state_dict(path, untrained.state_dict(), {"channels": 1, "num_classes": 10})
     value = {"digits": {"checkpoint": data_ref(path), "test_accuracy": accuracy}}
-    result = viar._classifier_accurate(value, frame, ComputeResource(profile="cpu"))
-    assert not result.passed
-    assert f"test accuracy {accuracy:.4f} < 0.95" in result.description
+    found = checks.classifier_accurate(value, frame, params=typed("cpu"))
+    assert not found.passed and f"test accuracy {accuracy:.4f} < 0.95" in found.message()
+    assert checks.classifier_accurate(value, frame, params=typed("smoke")).passed      # smoke floor 0.0
 
 
+def test_models_check_names_a_run_above_the_unigram_entropy(smoke_data):
+    frame, params = smoke_data.value("var_models"), typed()
+    assert checks.models_trained(frame, params).passed
+    frame.loc[0, "final_ce"] = 10 * frame.loc[0, "unigram_entropy"]
+    found = checks.models_trained(frame, params)
+    assert not found.passed and f"{frame.loc[0, 'model']}/seed 0: train CE" in found.message()
+    assert not checks.models_trained(frame.iloc[:0], params).passed
+
+
+def test_samples_check_names_an_unbalanced_set(smoke_data):
+    frame, params = smoke_data.value("samples"), typed()
+    assert checks.samples_valid(frame.head(2), params).passed
+    found = checks.samples_valid(frame.head(2), replace(params, sampling=replace(params.sampling, per_class=5)))
+    assert not found.passed and "is not 5 per class" in found.message()
+
+
+# ------------------------------------------------------------------------------ parameters
 @pytest.mark.parametrize("profile", ["smoke", "cpu", "gpu"])
-def test_every_profile_has_complete_parameters(profile):
-    from resources.profiles import load_params
-
-    params = load_params("viar", profile)
-    for dataset in params["datasets"]:
-        d = params[dataset]
-        assert d["scales"][-1] == d["image_size"] // 2 ** d["downsample"]
-    K = len(params[params["datasets"][0]]["scales"])
-    for name in [*params["schedules"], *params["claim_schedules"].values()]:
+def test_profile_scales_schedules_and_ladder_fit(profile):
+    p = typed(profile)
+    for dataset in p.datasets:
+        d = p.dataset(dataset)
+        assert d.scales[-1] == d.image_size // 2 ** d.downsample
+        assert runs.tokenizer_config(p, dataset).tokens_per_image == sum(s * s for s in d.scales)
+    K = len(p.dataset(p.datasets[0]).scales)
+    claim_schedules = [p.claim_schedules.one, p.claim_schedules.mid, p.claim_schedules.full, p.claim_schedules.dec]
+    for name in [*p.schedules, *claim_schedules]:
         assert len(viar_model.parse_schedule(name, K)) == K
-    assert set(params["claim_schedules"].values()) <= set(params["schedules"])
-    assert params["claim_depth"] not in params["ladder_depths"]
+    assert set(claim_schedules) <= set(p.schedules)
+    assert p.claim_depth not in p.ladder_depths

@@ -11,7 +11,6 @@ checked against a stand-in allocator.
 """
 from __future__ import annotations
 
-import copy
 import json
 import math
 
@@ -21,8 +20,11 @@ import pandas as pd
 import pytest
 import torch
 
-from assets.viar import definitions as viar
+from assets.common.params import parse
 from assets.viar import model as viar_model
+from assets.viar import runs
+from assets.viar.params import VIARRunParams
+from jobs.papers import load_paper
 from resources.compute import ComputeResource
 
 TINY = {
@@ -42,20 +44,6 @@ TINY = {
 }
 
 
-def _merge(base: dict, override: dict) -> dict:
-    out = copy.deepcopy(base)
-    for k, v in override.items():
-        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
-
-
-class TinyGpuCompute(ComputeResource):
-    """The gpu profile's parameters with TINY's sizes, on device="cpu"."""
-
-    def params(self, slug: str) -> dict:
-        return _merge(super().params(slug), TINY)
-
-
 SELECTED = ["images", "eval_classifier", "reference_stats", "msvq_tokenizer", "token_pyramids", "var_models",
             "viar_models", "iteration_schedule", "throughput", "memory_profile"]
 
@@ -64,11 +52,11 @@ def test_gpu_block_builds_at_full_size():
     """The gpu block as written (no overrides) builds a tokenizer and both AR models."""
     from resources.profiles import load_params
 
-    params = load_params("viar", "gpu")
-    shapes = viar._tokenizer_config(params, "shapes")
+    params = parse(VIARRunParams, load_params("viar", "gpu"), "viar.gpu")
+    shapes = runs.tokenizer_config(params, "shapes")
     assert (shapes.latent_size, shapes.tokens_per_image) == (8, 130)
-    var = viar_model.NextScaleAR(viar._ar_config(params, shapes.to_dict(), "shapes", "var", params["claim_depth"]))
-    imp = viar_model.NextScaleAR(viar._ar_config(params, shapes.to_dict(), "shapes", "viar"))
+    var = viar_model.NextScaleAR(runs.ar_config(params, shapes.to_dict(), "shapes", "var", params.claim_depth))
+    imp = viar_model.NextScaleAR(runs.ar_config(params, shapes.to_dict(), "shapes", "viar"))
     n_var, n_viar = viar_model.count_parameters(var), viar_model.count_parameters(imp)
     assert var.cfg.width == imp.cfg.width == 256 and (imp.cfg.pre, imp.cfg.post) == (2, 2)
     assert n_viar < 0.5 * n_var                       # 2 + 1 + 2 blocks + Proj vs 12 blocks
@@ -92,12 +80,13 @@ def test_device_peak_reads_the_cuda_allocator_on_cuda_and_nothing_on_cpu(monkeyp
 def test_gpu_profile_code_path_runs_on_cpu_at_tiny_size(data_dir):
     from jobs.definitions import resources
 
+    paper = load_paper("viar")
     res = resources()
-    res["compute"] = TinyGpuCompute(profile="gpu", device="cpu")
+    res["compute"] = ComputeResource(profile="gpu", device="cpu", params_overrides={"viar": TINY})
     assert res["compute"].resolved_device() == "cpu"
-    chosen = [a for a in viar.assets if a.key.path[-1] in SELECTED]
+    chosen = [a for a in paper.assets if a.key.path[-1] in SELECTED]
     keys = {a.key for a in chosen}
-    checks = [c for c in viar.asset_checks if {k.asset_key for k in c.check_keys} <= keys
+    checks = [c for c in paper.asset_checks if {k.asset_key for k in c.check_keys} <= keys
               and "schema" not in {k.name for k in c.check_keys}]     # the GX schema check is tested at smoke
     result = dg.materialize([*chosen, *checks], resources=res, raise_on_error=False)
     assert result.success, [e.check_name for e in result.get_asset_check_evaluations() if not e.passed]
@@ -122,7 +111,7 @@ def test_gpu_profile_code_path_runs_on_cpu_at_tiny_size(data_dir):
     grad = mem[mem["sweep"] == "viar_grad_iters"].sort_values("value")
     assert np.all(np.diff(grad["saved_bytes"].to_numpy()) > 0)
 
-    tp = pd.read_parquet(data_dir / "viar" / "throughput.parquet")
+    tp = pd.read_parquet(data_dir / "runs" / "viar" / "throughput.parquet")           # a run record
     assert (tp["device"] == "cpu").all() and tp["peak_memory_bytes"].isna().all()
     assert {"explicit", "dec16-4", "calibrated"} <= set(tp["schedule"])
     assert (tp["images_per_second"] > 0).all()

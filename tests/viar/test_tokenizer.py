@@ -1,7 +1,6 @@
 """Multi-scale residual VQ: exact nearest-code lookup, round trip, teacher forcing, restarts."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 
