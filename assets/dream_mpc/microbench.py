@@ -53,8 +53,8 @@ class LinearQuadraticLatent:
             # action dimension (a pure change of units; optima and policies are unchanged)
             M, _, _ = self.quadratic(np.zeros((1, n)), unit_curvature_horizon)
             self.scale = 1.0 / float(np.linalg.eigvalsh(M).max())
-        t = lambda x: torch.as_tensor(x, dtype=torch.float32)
-        self._A, self._B, self._Q, self._R, self._P, self._K = map(t, (self.A, self.B, self.Qc, self.Rc, self.P, self.K))
+        self._A, self._B, self._Q, self._R, self._P, self._K = (
+            torch.as_tensor(x, dtype=torch.float32) for x in (self.A, self.B, self.Qc, self.Rc, self.P, self.K))
         self.dynamics_evaluations = 0
 
     def next(self, z, a):

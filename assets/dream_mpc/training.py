@@ -23,8 +23,14 @@ import numpy as np
 import torch
 
 from assets.dream_mpc.envs import TaskEnv, TaskSpec
-from assets.dream_mpc.model import (Learner, ModelConfig, WorldModel, make_generator, model_device,
-                                    state_dict_for_checkpoint)
+from assets.dream_mpc.model import (
+    Learner,
+    ModelConfig,
+    WorldModel,
+    make_generator,
+    model_device,
+    state_dict_for_checkpoint,
+)
 from assets.dream_mpc.planners import PlannerConfig, make_planner
 
 

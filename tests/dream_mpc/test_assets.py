@@ -1,70 +1,94 @@
-"""Dream-MPC wiring at the smoke profile: every asset and check runs, and bad input is stopped
-by a blocking check (or a clear asset error) before anything downstream consumes it."""
+"""Dream-MPC wiring: the smoke group is complete (tests/platform/test_smoke_contract.py), bad
+input is stopped by a blocking check (or a clear asset error) before anything downstream
+consumes it (re-running only the gated asset and one downstream on the stored smoke outputs),
+the predicates name what is wrong, and the probe CLI reproduces the pipeline's checkpoint."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from assets.dream_mpc import definitions as dream
+from assets.dream_mpc import checks, configs, envs, evaluation, runs
 from assets.dream_mpc import planners as P
 from assets.dream_mpc import training as T
-from tests.conftest import materialize_paper, outcomes
+from assets.dream_mpc.envs import KNOWN_TASKS, UnknownTaskError
+from assets.dream_mpc.params import load
+from resources.compute import ComputeResource
+from resources.profiles import PROFILES
+from tests.conftest import rerun
 
-DOWNSTREAM_OF_MODEL = {"dream_mpc/planner_configs", "dream_mpc/eval_episodes", "dream_mpc/planner_microbench",
-                       "dream_mpc/benchmark_report"}
+
+@pytest.fixture(scope="module")
+def run(smoke):
+    return smoke("dream_mpc")
 
 
-def test_smoke_materializes_every_asset_and_check(smoke_resources, data_dir):
-    result = materialize_paper(dream, smoke_resources)
-    seen = outcomes(result)
-    assert result.success
-    assert seen["assets"] == {a.key.to_user_string() for a in dream.assets}
-    blocking = {s.name for c in dream.asset_checks for s in c.check_specs if s.blocking}
-    assert blocking and all(seen["checks"][name] for name in blocking)
-    assert {f"claim_{cid}" for cid in dream.CLAIM_IDS} <= set(seen["checks"])
-    report = data_dir / "reports" / "dream_mpc"
-    assert (report / "REPORT.md").exists() and next(report.rglob("microbench.png")).stat().st_size > 1000
-    metrics = json.loads((report / "metrics.json").read_text())
-    assert metrics["claims_total"] == len(dream.CLAIM_IDS)
-    claims = pd.read_parquet(data_dir / "results" / "dream_mpc" / "claims.parquet")
-    assert set(claims["claim_id"]) == set(dream.CLAIM_IDS)
-    # checkpoint references are relative to the data root, never absolute paths
-    model = json.loads((data_dir / "dream_mpc" / "world_model.json").read_text())
+@pytest.fixture(scope="module")
+def params():
+    return load(ComputeResource(profile="smoke"))
+
+
+def test_smoke_values_hold_relative_refs_exact_counters_and_no_wall_clock(run):
+    model = run.value("world_model")
     assert all(not e["checkpoint"].startswith("/") for e in model["checkpoints"])
-    episodes = pd.read_parquet(data_dir / "dream_mpc" / "eval_episodes.parquet")
-    dream_rows = episodes[episodes["planner"] == "dream_mpc"]
-    assert (dream_rows["opt_evals_max"] == 15).all() and (episodes[episodes["planner"] == "mppi"]["opt_evals_max"] == 9216).all()
-    # the probe CLI (how the cpu task list was chosen) reproduces the pipeline's strong checkpoint
-    from assets.dream_mpc.probe import probe
+    episodes = run.value("eval_episodes")
+    assert (episodes[episodes["planner"] == "dream_mpc"]["opt_evals_max"] == 15).all()
+    assert (episodes[episodes["planner"] == "mppi"]["opt_evals_max"] == 9216).all()
+    # wall-clock measurements live in run records, never in the values DVC tracks
+    assert "seconds_per_decision" not in episodes and "wall_s" not in pd.read_parquet(
+        run.data_dir / episodes["steps_ref"].iloc[0])
+    assert not any("seconds" in k for e in model["checkpoints"] for k in e)
+    assert not any("seconds" in c for c in model["curves"])
+    sidecar = json.loads((run.data_dir / (model["checkpoints"][0]["checkpoint"] + ".json")).read_text())
+    assert sidecar["timing"] == {"decisions": 30, "updates": 30} and "git_sha" not in sidecar
+    wall = pd.read_parquet(run.data_dir / "runs" / "dream_mpc" / "timings" / "eval_episodes.parquet")
+    assert len(wall) == len(episodes) and (wall["seconds_per_decision"] > 0).all()
+    survey = run.value("task_survey")
+    assert list(zip(survey["task"], survey["seed"])) == [("reacher-easy", 0)] and "seconds" not in survey
+    report = (run.data_dir / "reports" / "dream_mpc" / "REPORT.md").read_text()
+    assert "## Task survey" in report and "How this reproduction differs from the paper" in report
+    assert "ms" not in report.split("## Compute accounting")[1].split("##")[0].split()
+    timings = (run.data_dir / "runs" / "dream_mpc" / "TIMINGS.md").read_text()
+    assert "Single-state decision latency" in timings and "| compute |" in timings
 
-    strong = next(e for e in model["checkpoints"] if e["budget"] == "strong" and e["seed"] == 0)
-    found = probe(strong["task"], 0, "smoke")
+
+def test_probe_cli_reproduces_the_pipelines_strong_checkpoint(run, capsys):
+    from assets.dream_mpc import probe
+
+    strong = next(e for e in run.value("world_model")["checkpoints"] if e["budget"] == "strong" and e["seed"] == 0)
+    probe.main([strong["task"], "--seed", "0", "--profile", "smoke"])
+    found = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert found["policy_eval_return"] == pytest.approx(strong["policy_eval_return"])
     assert found["consistency_mse"] == pytest.approx(strong["consistency_mse"], rel=1e-5)
     assert set(found["gates"]) == {"heldout_fit", "q_ensemble_sane", "policy_beats_random"}
-    # the report-only task survey ran the probe for params task_survey and is in the report
-    survey = pd.read_parquet(data_dir / "dream_mpc" / "task_survey.parquet")
-    assert list(zip(survey["task"], survey["seed"])) == [("reacher-easy", 0)]
-    assert "## Task survey" in (report / "REPORT.md").read_text()
+    assert found["passes_all_gates"] is True
 
 
-def test_task_survey_rejects_an_unknown_task_before_training(monkeypatch):
-    import dagster as dg
+def test_probe_runs_without_the_dagster_definitions():
+    code = ("import sys, assets.dream_mpc.probe, assets.dream_mpc.runs; "
+            "assert 'assets.dream_mpc.definitions' not in sys.modules; "
+            "assert 'torch' not in sys.modules, 'torch imported at module level'")
+    subprocess.run([sys.executable, "-c", code], check=True)
 
-    from assets.dream_mpc.envs import UnknownTaskError
-    from resources.compute import ComputeResource
 
-    real = dream._params
-    monkeypatch.setattr(dream, "_params", lambda c: {**real(c), "task_survey": {"tasks": ["pendulum-swingdown"], "seeds": [0]}})
-    monkeypatch.setattr(T, "train_online", lambda *a, **k: pytest.fail("trained before validating the task id"))
+def test_task_survey_rejects_an_unknown_task_before_training(run, tmp_path, monkeypatch):
+    trained = []
+    monkeypatch.setattr(T, "train_online", lambda *a, **k: trained.append(1))
+    seen = rerun(run, ["task_survey"], tmp_path / "data",
+                 params_overrides={"dream_mpc": {"task_survey": {"tasks": ["pendulum-swingdown"], "seeds": [0]}}})
+    assert "dream_mpc/task_survey" not in seen["assets"] and not trained
+    p = load(ComputeResource(profile="smoke", params_overrides={
+        "dream_mpc": {"task_survey": {"tasks": ["pendulum-swingdown"], "seeds": [0]}}}))
     with pytest.raises(UnknownTaskError, match="pendulum-swingdown"):
-        dream.task_survey(dg.build_asset_context(), ComputeResource(profile="smoke"))
+        runs.survey_jobs(p, {"profile": "smoke"})
 
 
-def test_non_finite_transitions_stop_everything_downstream(smoke_resources, monkeypatch):
+def test_non_finite_transitions_stop_the_world_model(run, tmp_path, monkeypatch):
     real = T.train_online
 
     def corrupted(*args, **kwargs):
@@ -73,41 +97,19 @@ def test_non_finite_transitions_stop_everything_downstream(smoke_resources, monk
         return out
 
     monkeypatch.setattr(T, "train_online", corrupted)
-    seen = outcomes(materialize_paper(dream, smoke_resources))
+    seen = rerun(run, ["replay_buffer", "world_model"], tmp_path / "data")
     assert seen["checks"]["finite_in_range_complete"] is False
-    assert not ({"dream_mpc/world_model"} | DOWNSTREAM_OF_MODEL) & seen["assets"]
+    assert "dream_mpc/replay_buffer" in seen["assets"] and "dream_mpc/world_model" not in seen["assets"]
 
 
-def test_buffer_check_names_out_of_range_actions_and_wrong_lengths():
-    spec = {"task": "cartpole-swingup", "obs_dim": 2, "act_dim": 1, "action_repeat": 4, "decisions_per_episode": 3}
-    rows = [{"task": "cartpole-swingup", "seed": 0, "episode": 0, "split": "train", "t": t,
-             "obs": np.zeros(2), "action": np.array([1.5 if t == 1 else 0.0]), "reward": 0.5,
-             "next_obs": np.zeros(2), "done": t == 1} for t in range(2)]
-
-    class _Compute:
-        def params(self, slug):
-            return {"training": {"min_transitions": 1}}
-
-    result = dream._buffer_valid(pd.DataFrame(rows), {"tasks": [spec]}, _Compute())
-    assert not result.passed
-    assert "|action| up to 1.500 > 1" in result.description and "not of length 3" in result.description
-
-
-def test_poor_world_model_fit_stops_evaluation(smoke_resources, monkeypatch):
-    real = dream._params
-
-    def strict(compute):
-        params = real(compute)
-        params["gates"] = {**params["gates"], "max_reward_mse": 0.0}
-        return params
-
-    monkeypatch.setattr(dream, "_params", strict)
-    seen = outcomes(materialize_paper(dream, smoke_resources))
+def test_poor_world_model_fit_stops_the_planners(run, tmp_path):
+    seen = rerun(run, ["world_model", "planner_configs"], tmp_path / "data",
+                 params_overrides={"dream_mpc": {"gates": {"max_reward_mse": 0.0}}})
     assert seen["checks"]["heldout_fit"] is False
-    assert not DOWNSTREAM_OF_MODEL & seen["assets"]
+    assert "dream_mpc/world_model" in seen["assets"] and "dream_mpc/planner_configs" not in seen["assets"]
 
 
-def test_counter_mismatch_fails_evaluation_and_blocks_the_report(smoke_resources, monkeypatch):
+def test_counter_mismatch_fails_evaluation_and_blocks_the_report(run, tmp_path, monkeypatch):
     real = P.trajectory_objective
 
     def leaky(model, z0, actions, *args, **kwargs):   # one extra, unaccounted model call
@@ -115,16 +117,74 @@ def test_counter_mismatch_fails_evaluation_and_blocks_the_report(smoke_resources
         return real(model, z0, actions, *args, **kwargs)
 
     monkeypatch.setattr(P, "trajectory_objective", leaky)
-    result = materialize_paper(dream, smoke_resources)
-    seen = outcomes(result)
-    assert "dream_mpc/eval_episodes" not in seen["assets"]
-    assert "dream_mpc/benchmark_report" not in seen["assets"]
-    failures = [str(e.event_specific_data.error) for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
-    assert any("optimisation evaluations" in f and "configuration says" in f for f in failures)
+    seen = rerun(run, ["eval_episodes", "benchmark_report"], tmp_path / "data")
+    assert "dream_mpc/eval_episodes" not in seen["assets"] and "dream_mpc/benchmark_report" not in seen["assets"]
+    # the error names the mismatch
+    monkeypatch.setenv("PAPERLAB_DATA_DIR", str(run.data_dir))
+    entry = run.value("world_model")["checkpoints"][-1]
+    spec = run.value("env_catalog")["tasks"][0]
+    dream = next(c for c in run.value("planner_configs")["per_task"][spec["task"]] if c["name"] == "dream_mpc")
+    model, _ = runs.load_model(entry["checkpoint"], spec)
+    with pytest.raises(evaluation.CounterMismatchError, match="evaluations at step 0, configuration says 15"):
+        evaluation.run_episodes(model, envs.TaskSpec(**spec), P.PlannerConfig(**dream), [1], generator_seed=0)
+
+
+def _buffer(actions, spec):
+    return pd.DataFrame([{"task": spec["task"], "seed": 0, "episode": 0, "split": "train", "t": t,
+                          "obs": np.zeros(2), "action": np.array([a]), "reward": 0.5, "next_obs": np.zeros(2),
+                          "done": t == len(actions) - 1} for t, a in enumerate(actions)])
+
+
+def test_buffer_check_names_out_of_range_actions_and_wrong_lengths(params):
+    spec = {"task": "cartpole-swingup", "obs_dim": 2, "act_dim": 1, "action_repeat": 4, "decisions_per_episode": 3}
+    p = replace(params, training=replace(params.training, min_transitions=1))
+    assert checks.buffer_valid(_buffer([0.0, 0.5, -1.0], spec), {"tasks": [spec]}, p).passed
+    found = checks.buffer_valid(_buffer([0.0, 1.5], spec), {"tasks": [spec]}, p)
+    assert not found.passed
+    assert "|action| up to 1.500 > 1" in found.message() and "not of length 3" in found.message()
+    found = checks.buffer_valid(_buffer([0.0, np.nan, 0.0], spec), {"tasks": [spec]}, p)
+    assert "1 transitions with non-finite action (first: seed 0, episode 0, t 1)" in found.message()
+
+
+def test_world_model_predicates_name_the_checkpoint_and_the_bound(run, params):
+    value = run.value("world_model")
+    strict = replace(params, gates=replace(params.gates, max_reward_mse=0.0, policy_margin_over_random=1e6,
+                                           min_q_ensemble_std=1.0))
+    for name, predicate in checks.WORLD_MODEL_PREDICATES.items():
+        assert predicate(value, params).passed, name
+    fit = checks.world_model_fit(value, strict)
+    assert not fit.passed and "cartpole-swingup/seed 0/strong: held-out reward MSE" in fit.message()
+    q = checks.q_ensemble_sane(value, strict)
+    assert not q.passed and "≤ 1.0 (collapsed)" in q.message()
+    policy = checks.policy_beats_random(value, strict)
+    assert not policy.passed and "does not beat the random policy by > 1000000.0" in policy.message()
+    exploded = {"checkpoints": [{**value["checkpoints"][0], "q_finite": False}]}
+    assert "non-finite Q" in checks.q_ensemble_sane(exploded, params).message()
+
+
+def test_grid_check_names_missing_cells_and_wrong_counters(run, params):
+    frame, model, planners = run.value("eval_episodes"), run.value("world_model"), run.value("planner_configs")
+    assert checks.grid_complete(frame, model, planners, params).passed
+    found = checks.grid_complete(frame.iloc[1:], model, planners, params)
+    assert not found.passed and "1 missing cells" in found.message()
+    wrong = frame.copy()
+    wrong.loc[wrong["planner"] == "dream_mpc", "opt_evals_max"] = 30
+    assert "dream_mpc: counters 15..30 != configured 15" in checks.grid_complete(wrong, model, planners,
+                                                                                 params).message()
+
+
+def test_microbench_and_catalog_checks_name_the_problem(run):
+    value = run.value("planner_microbench")
+    assert checks.microbench_valid(value).passed
+    above = [{**r, "J": r["J_opt"] + 1.0} if r["planner"] == "dream_mpc/I=1" else r for r in value["synthetic"]]
+    assert "planners exceed the known optimum J*" in checks.microbench_valid({"synthetic": above}).message()
+    catalog = run.value("env_catalog")
+    assert checks.catalog_valid(catalog).passed
+    broken = {"tasks": [{**catalog["tasks"][0], "act_dim": 0}]}
+    assert "action dim 0" in checks.catalog_valid(broken).message()
 
 
 def test_corrupt_or_mismatched_checkpoint_is_a_clear_error(data_dir):
-    from assets.dream_mpc import envs
     from assets.dream_mpc import model as M
     from resources.artifacts import data_ref, save_state_dict
 
@@ -134,41 +194,43 @@ def test_corrupt_or_mismatched_checkpoint_is_a_clear_error(data_dir):
     save_state_dict(path, M.state_dict_for_checkpoint(M.WorldModel(cfg)), {"model_config": cfg.to_dict()})
     ref = data_ref(path)
     assert not ref.startswith("/")
-    model, _ = dream.load_model(ref, spec)                    # intact: loads and fits
+    model, _ = runs.load_model(ref, spec)                    # intact: loads and fits
     assert model.cfg.act_dim == spec["act_dim"]
     with pytest.raises(ValueError, match="checkpoint/environment mismatch"):
-        dream.load_model(ref, {**spec, "act_dim": spec["act_dim"] + 1})
+        runs.load_model(ref, {**spec, "act_dim": spec["act_dim"] + 1})
     blob = bytearray(path.read_bytes())
     blob[len(blob) // 2] ^= 0xFF
     path.write_bytes(bytes(blob))
     with pytest.raises(ValueError, match="corrupt or unreadable checkpoint"):
-        dream.load_model(ref, spec)
+        runs.load_model(ref, spec)
 
 
-@pytest.mark.parametrize("profile", ["smoke", "cpu", "gpu"])
-def test_every_profile_has_complete_parameters(profile):
-    from assets.dream_mpc.envs import KNOWN_TASKS
-    from resources.profiles import load_params
-
-    params = load_params("dream_mpc", profile)
-    assert set(params["tasks"]) <= set(KNOWN_TASKS)
-    for task in params["tasks"]:
-        repeat = dream.action_repeat(params, task)
-        assert params["time_limit_steps"] % repeat == 0
-        decisions = params["time_limit_steps"] // repeat
-        assert params["training"]["decisions"] % decisions == 0
-        seed_decisions, pretrain = dream.seed_phase(params["training"], decisions)
-        assert 0 < seed_decisions < params["training"]["decisions"] and pretrain == seed_decisions
+@pytest.mark.parametrize("profile", PROFILES)
+def test_every_profile_trains_whole_episodes_of_known_tasks(profile):
+    """Beyond parsing (the smoke contract): the tasks exist, every budget is whole episodes and
+    the seed phase fits in it, and every planner named is defined."""
+    p = load(ComputeResource(profile=profile))
+    assert set(p.tasks) | set(p.task_survey.tasks) <= set(KNOWN_TASKS)
+    for task in p.tasks:
+        repeat = configs.action_repeat(p.action_repeat, task)
+        assert p.time_limit_steps % repeat == 0
+        decisions = p.time_limit_steps // repeat
+        assert p.training.decisions % decisions == 0
+        seed_decisions, pretrain = configs.seed_phase(p.training, decisions)
+        assert 0 < seed_decisions < p.training.decisions and pretrain == seed_decisions
     names = {c.name for c in P.default_planners(0.99)}
-    assert set(params["evaluation"]["planners_strong"]) <= names
+    assert set(p.evaluation.planners_strong) | set(p.evaluation.planners_prior_sweep) <= names
 
 
-def test_action_repeat_per_task_and_seed_phase():
-    assert dream.action_repeat({"action_repeat": 8}, "reacher-easy") == 8
-    per_task = {"action_repeat": {"default": 8, "reacher-easy": 4}}
-    assert dream.action_repeat(per_task, "reacher-easy") == 4
-    assert dream.action_repeat(per_task, "cartpole-swingup") == 8
+def test_action_repeat_per_task_and_seed_phase(params):
+    assert configs.action_repeat(8, "reacher-easy") == 8
+    per_task = {"default": 8, "reacher-easy": 4}
+    assert configs.action_repeat(per_task, "reacher-easy") == 4
+    assert configs.action_repeat(per_task, "cartpole-swingup") == 8
     with pytest.raises(ValueError, match="no entry for 'walker-stand'"):
-        dream.action_repeat({"action_repeat": {"reacher-easy": 4}}, "walker-stand")
+        configs.action_repeat({"reacher-easy": 4}, "walker-stand")
     # TD-MPC2: seed steps of random actions, then as many pretraining updates
-    assert dream.seed_phase({"seed_episodes": 2}, 125) == (250, 250)
+    assert configs.seed_phase(replace(params.training, seed_episodes=2), 125) == (250, 250)
+    # a per-task mapping in params.yaml parses into the typed parameters
+    p = load(ComputeResource(profile="smoke", params_overrides={"dream_mpc": {"action_repeat": per_task}}))
+    assert configs.action_repeat(p.action_repeat, "reacher-easy") == 4

@@ -13,39 +13,37 @@ import numpy as np
 import pytest
 import torch
 
-from assets.dream_mpc import definitions as dream
-from assets.dream_mpc import envs, evaluation
+from assets.dream_mpc import configs, envs, evaluation
 from assets.dream_mpc import model as M
 from assets.dream_mpc import planners as P
 from assets.dream_mpc import training as T
+from assets.dream_mpc.params import DreamMPCParams, load
 from resources.compute import ComputeResource
-from resources.profiles import load_params
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
-def _gpu_block() -> dict:
-    return load_params("dream_mpc", "gpu")
+def _gpu_block() -> DreamMPCParams:
+    return load(ComputeResource(profile="gpu"))
 
 
-def _tiny_model_config(spec: envs.TaskSpec, gpu: dict) -> M.ModelConfig:
+def _tiny_model_config(spec: envs.TaskSpec, gpu: DreamMPCParams) -> M.ModelConfig:
     """The gpu block's model settings with the widths shrunk (activation, ensemble, horizon kept)."""
-    m = gpu["model"]
-    return M.ModelConfig(obs_dim=spec.obs_dim, act_dim=spec.act_dim, latent_dim=16, mlp_dim=16, enc_dim=16,
-                         num_q=int(m["num_q"]), horizon=int(m["horizon"]), lr=float(m["lr"]),
-                         activation=str(m["activation"]),
-                         discount=M.discount_from_episode_length(spec.decisions_per_episode))
+    return configs.model_config(spec.to_dict(), replace(gpu, model=replace(gpu.model, latent_dim=16, mlp_dim=16,
+                                                                             enc_dim=16)))
 
 
 def test_gpu_block_builds_at_full_size():
     """The gpu block resolves to TD-MPC2's sizes and every object it configures can be built."""
     gpu = _gpu_block()
-    assert ComputeResource(profile="gpu").params("dream_mpc")["model"]["latent_dim"] == 512
-    spec = envs.task_spec(gpu["tasks"][0], int(gpu["time_limit_steps"]), dream.action_repeat(gpu, gpu["tasks"][0]))
-    cfg = dream._model_config(spec.to_dict(), gpu)
+    assert gpu.model.latent_dim == 512
+    spec = envs.task_spec(gpu.tasks[0], gpu.time_limit_steps, configs.action_repeat(gpu.action_repeat, gpu.tasks[0]))
+    cfg = configs.model_config(spec.to_dict(), gpu)
     model = M.WorldModel(cfg)
     L, Hd, E, A, O, K, nb = cfg.latent_dim, cfg.mlp_dim, cfg.enc_dim, cfg.act_dim, cfg.obs_dim, cfg.num_q, cfg.num_bins
-    normed = lambda i, o: i * o + o + 2 * o                      # Linear + LayerNorm affine
+    def normed(i, o):                                             # Linear + LayerNorm affine
+        return i * o + o + 2 * o
+
     expected = (normed(O, E) + normed(E, L)                       # encoder (SimNorm output layer)
                 + normed(L + A, Hd) + normed(Hd, Hd) + normed(Hd, L)  # dynamics
                 + normed(L + A, Hd) + normed(Hd, Hd) + Hd * nb + nb   # reward head
@@ -53,10 +51,10 @@ def test_gpu_block_builds_at_full_size():
                 + normed(L, Hd) + normed(Hd, Hd) + Hd * 2 * A + 2 * A)     # policy
     assert model.parameter_count() == expected
     assert cfg.activation == "mish" and cfg.num_q == 5 and cfg.horizon == 3
-    assert gpu["training"]["collect_with"] == "mppi" and gpu["training"]["batch_size"] == 256
+    assert gpu.training.collect_with == "mppi" and gpu.training.batch_size == 256
     names = {c.name for c in P.default_planners(cfg.discount, cfg.horizon)}
-    assert set(gpu["evaluation"]["planners_strong"]) <= names
-    assert gpu["training"]["decisions"] % spec.decisions_per_episode == 0
+    assert set(gpu.evaluation.planners_strong) <= names
+    assert gpu.training.decisions % spec.decisions_per_episode == 0
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -67,7 +65,7 @@ def test_training_and_planning_run_on_the_device_and_are_seed_deterministic(devi
     gpu = _gpu_block()
     spec = envs.task_spec("cartpole-swingup", 16, 4)                    # 4 decisions per episode
     cfg = T.TrainConfig(decisions=12, seed_decisions=4, pretrain_updates=2, batch_size=8,
-                        collect_with=gpu["training"]["collect_with"], collect_mppi_samples=16,
+                        collect_with=gpu.training.collect_with, collect_mppi_samples=16,
                         collect_mppi_iterations=2, heldout_episodes=1, eval_episodes=1, curve_every=4)
     mcfg = _tiny_model_config(spec, gpu)
 
