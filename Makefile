@@ -7,6 +7,7 @@ PROFILE ?= cpu
 PORT ?= 3000
 PAPERS ?=
 FORCE ?=
+TEST_WORKERS ?= 2
 
 export DAGSTER_HOME := $(CURDIR)/.dagster
 export GX_ANALYTICS_ENABLED := false
@@ -42,9 +43,11 @@ reproduce: venv
 ## make test: unit, wiring, gating, platform and UI tests
 # The Dask scale-out test runs first, in its own pytest process: at the end of the long suite
 # its step hand-offs stalled 60 s each (30 min), while in a fresh process it takes ~30 s.
+# The rest runs on two pytest-xdist workers, every paper's tests in one worker (its smoke
+# group is materialized once per session there; tests/conftest.py assigns the groups).
 test: venv
 	$(VENV)/bin/python -m pytest -m dask
-	$(VENV)/bin/python -m pytest -m "not dask"
+	$(VENV)/bin/python -m pytest -m "not dask" -n $(TEST_WORKERS) --dist loadgroup
 
 ## make lint: ruff (E, F, I, B; line length 120)
 lint: venv

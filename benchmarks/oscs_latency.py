@@ -92,11 +92,13 @@ def main() -> None:
             }
         )
 
-    print("| stream length | OSCS step (µs) | naive refit decision (µs) | speed-up | whole stream OSCS (s)* | whole stream naive (s)* |")
+    print("| stream length | OSCS step (µs) | naive refit decision (µs) | speed-up | whole stream OSCS (s)* "
+          "| whole stream naive (s)* |")
     print("|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         print(
-            f"| {row['stream_length']:,} | {row['oscs_step_seconds'] * 1e6:.1f} | {row['naive_decision_seconds'] * 1e6:.1f} "
+            f"| {row['stream_length']:,} | {row['oscs_step_seconds'] * 1e6:.1f} "
+            f"| {row['naive_decision_seconds'] * 1e6:.1f} "
             f"| {row['speedup']:.1f}× | {row['oscs_whole_stream_seconds_extrapolated']:.2f} "
             f"| {row['naive_whole_stream_seconds_extrapolated']:.2f} |"
         )

@@ -42,7 +42,6 @@ def build_platform_assets(report_keys: list[dg.AssetKey]) -> tuple[list, list]:
         (out_dir / "SCORECARD.md").parent.mkdir(parents=True, exist_ok=True)
         (out_dir / "SCORECARD.md").write_text(text, encoding="utf-8")
         png = save_figure(scorecard_figure(claims), out_dir / "scorecard.png")
-        context.log.info("\n" + text)
         counted = claims[claims["kind"] == "claim"]
         context.add_output_metadata({"scorecard": dg.MetadataValue.md(text),
                                      "plot": dg.MetadataValue.md(png_markdown(png, "scorecard")),

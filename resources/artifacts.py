@@ -57,6 +57,20 @@ def runs_dir(slug: str, root: str | Path = "data") -> Path:
     return _mkdir(data_root(root) / "runs" / slug)
 
 
+def record_timings(slug: str, name: str, rows: pd.DataFrame, root: str | Path = "data") -> Path:
+    """Wall-clock rows measured inside an asset (training seconds, throughput, latency):
+    a run record data/runs/<slug>/timings/<name>.parquet, never part of a DVC-tracked value.
+    The report reads them back with `recorded_timings` (for Report.timings / timing_body)."""
+    return write_parquet(runs_dir(slug, root) / "timings" / f"{name}.parquet", rows)
+
+
+def recorded_timings(slug: str, name: str, root: str | Path = "data") -> pd.DataFrame | None:
+    """The rows `record_timings` wrote for <slug>/<name>, or None when this data directory
+    has none (e.g. the report re-run alone on a copy of the outputs)."""
+    path = data_root(root) / "runs" / slug / "timings" / f"{name}.parquet"
+    return pd.read_parquet(path) if path.exists() else None
+
+
 def _json_default(value: Any) -> Any:
     if isinstance(value, np.integer):
         return int(value)
@@ -182,6 +196,12 @@ class ArtifactsResource(dg.ConfigurableResource):
 
     def runs_dir(self, slug: str) -> Path:
         return runs_dir(slug, self.root)
+
+    def record_timings(self, slug: str, name: str, rows: pd.DataFrame) -> Path:
+        return record_timings(slug, name, rows, self.root)
+
+    def recorded_timings(self, slug: str, name: str) -> pd.DataFrame | None:
+        return recorded_timings(slug, name, self.root)
 
 
 def _mkdir(path: Path) -> Path:

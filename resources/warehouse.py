@@ -124,8 +124,8 @@ def _run_rows(slug: str, root: Path) -> tuple[pd.DataFrame, str | None]:
     record_path = runs_root(root) / slug / RUN_RECORD
     record = json.loads(record_path.read_text(encoding="utf-8")) if record_path.exists() else None
     columns = [name for name, _ in SCHEMA["runs"]]
-    rows = [{**{c: None for c in columns}, **{k: v for k, v in r.items() if k in columns}, "paper": slug}
-            for r in job_records(slug, root)]
+    rows = [{**{c: None for c in columns}, **{k: v for k, v in r.items() if k in columns},
+             "created_at": r.get("started_at"), "paper": slug} for r in job_records(slug, root)]
     if record and record.get("run_id") not in {r["run_id"] for r in rows}:
         rows.append({**{c: None for c in columns}, **{k: v for k, v in record.items() if k in columns},
                      "paper": slug})

@@ -46,10 +46,13 @@ def smoke_resources(data_dir):
 
 
 def outcomes(result) -> dict:
-    """{"assets": materialized asset keys (str), "checks": {check name: passed}}."""
+    """{"assets": materialized asset keys (str), "checks": {check name: passed},
+    "details": {"<asset>:<check>": (passed, description)}, "success": bool}."""
     assets = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
-    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
-    return {"assets": assets, "checks": checks}
+    evaluations = result.get_asset_check_evaluations()
+    checks = {e.check_name: e.passed for e in evaluations}
+    details = {f"{e.asset_key.to_user_string()}:{e.check_name}": (e.passed, e.description) for e in evaluations}
+    return {"assets": assets, "checks": checks, "details": details, "success": result.success}
 
 
 @dataclass
@@ -132,12 +135,16 @@ def copy_smoke(run: SmokeRun, dest: Path) -> Path:
     return dest
 
 
-def rerun(run: SmokeRun, names: list[str], dest: Path, **compute_fields) -> dict:
+def rerun(run: SmokeRun, names: list[str], dest: Path, drop: tuple[str, ...] = (), **compute_fields) -> dict:
     """Materialize only <slug>/<name> for `names` (with their checks) on a copy of the smoke
-    outputs; returns outcomes(). Patch the pure function feeding the gated asset first."""
+    outputs; returns outcomes(). Patch the pure function feeding the gated asset first.
+    `drop`: paths under the copied data directory to delete first (e.g. "runs/<slug>/timings")."""
     import dagster as dg
 
     root = copy_smoke(run, dest)
+    for rel in drop:
+        target = root / rel
+        shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
     keys = [dg.AssetKey([run.paper.slug, n]) for n in names]
     result = materialize_group(run.paper, smoke_resources_dict(**compute_fields), root,
                                selection=dg.AssetSelection.assets(*keys))
@@ -157,19 +164,21 @@ def assert_group_complete(run: SmokeRun) -> dict:
     return seen
 
 
-# ------------------------------------------------------------------ TEMPORARY (Platform 2 migration)
-def materialize_paper(module, resources, raise_on_error: bool = False):
-    """Legacy: materialize one paper module's whole group in process (tests not yet on smoke())."""
-    import dagster as dg
+def pytest_itemcollected(item):
+    """Under pytest-xdist (--dist loadgroup) every test of one paper runs in the same worker,
+    so that paper's session smoke run happens once: tests/<slug>/… and the smoke-contract
+    tests parametrized by slug share the group <slug>; the web-UI tests share one server.
+    (Marked here, at collection, so the mark exists before xdist reads it.)"""
+    from jobs.papers import PAPERS
 
-    return dg.materialize([*module.PAPER.assets, *module.PAPER.asset_checks], resources=resources,
-                          raise_on_error=raise_on_error)
-
-
-_assert_group_complete = assert_group_complete
-
-
-def assert_group_complete(run, result=None) -> dict:  # noqa: F811
-    if result is not None:   # legacy call: (module, result)
-        run = SmokeRun(run.PAPER, result, outcomes(result), Path("."))
-    return _assert_group_complete(run)
+    parts = item.path.parts
+    group = None
+    if "tests" in parts and len(parts) > parts.index("tests") + 1 and parts[parts.index("tests") + 1] in PAPERS:
+        group = parts[parts.index("tests") + 1]
+    slug = item.callspec.params.get("slug") if hasattr(item, "callspec") else None
+    if slug in PAPERS and item.path.name == "test_smoke_contract.py":
+        group = slug
+    if item.get_closest_marker("ui"):
+        group = "ui"
+    if group:
+        item.add_marker(pytest.mark.xdist_group(group))

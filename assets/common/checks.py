@@ -70,9 +70,10 @@ def gate(slug: str, asset: dg.AssetKey | dg.AssetsDefinition, name: str, descrip
     `resources` passes resources by key; `params`, a function of the compute resource
     (Paper.params), passes the paper's typed parameters as `params=`. All arrive as keyword
     arguments. Blocking by default: a failure stops every downstream asset of the same run.
-    severity "warn" makes a non-blocking warning.
+    severity "warn" makes a warning, never blocking.
     """
     key = asset.key if isinstance(asset, dg.AssetsDefinition) else asset
+    blocking = blocking and severity == "error"       # a warning never stops anything
     additional = {n: (k.key if isinstance(k, dg.AssetsDefinition) else k) for n, k in (additional or {}).items()}
     needed = set(resources) | ({"compute"} if params else set())
 
@@ -86,7 +87,7 @@ def gate(slug: str, asset: dg.AssetKey | dg.AssetsDefinition, name: str, descrip
         else:
             found = as_finding(outcome)
             result = check_result(found.passed, found.message(description), severity=severity,
-                                  problems=len(found.problems), **dict(found.metadata))
+                                  **{**dict(found.metadata), "problems": len(found.problems)})
         if not result.passed:
             log = context.log.error if severity == "error" else context.log.warning
             log(f"{key.to_user_string()}:{name} failed — {result.description}")

@@ -188,9 +188,3 @@ class Paper:
                                report_key=report_key, claim_ids=tuple(claims),
                                observation_ids=tuple(observations), params_type=self.params_type)
 
-
-def legacy_paper(slug: str, assets: Sequence[dg.AssetsDefinition], asset_checks: Sequence[dg.AssetChecksDefinition],
-                 report_key: dg.AssetKey, claim_ids: Sequence[str]) -> PaperDefinition:
-    """TEMPORARY (Platform 2 migration): PAPER for a module not yet built with Paper.define."""
-    return PaperDefinition(slug=slug, assets=tuple(assets), asset_checks=tuple(asset_checks), report_key=report_key,
-                           claim_ids=tuple(claim_ids), observation_ids=(), params_type=None)

@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-import pandas as pd
 
-from assets.common.claims import CLAIM, Claim
+from assets.common.claims import CLAIM
 from assets.common.report import Report, claims_markdown, holding, png_markdown, report_payload, write_report
 from resources.artifacts import REPO_ROOT, ArtifactsResource
 from resources.compute import ComputeResource
@@ -58,26 +57,3 @@ def publish(context: dg.AssetExecutionContext, slug: str, compute: ComputeResour
     context.add_output_metadata(metadata)
     return report_payload(report, compute.profile)
 
-
-def publish_report(*, slug: str, profile: str, run_id: str, report_dir: Path,
-                   metrics_rows: pd.DataFrame, claims: list[Claim], body_markdown: str,
-                   figures: dict[str, Any], dvc_metrics: dict[str, Any],
-                   thresholds_rows: pd.DataFrame | None = None) -> dict[str, Any]:
-    """Legacy entry point of the papers not yet on the Report contract: same files as
-    publish(), returns the UI metadata."""
-    from resources.artifacts import runs_dir
-    from resources.versioning import provenance
-
-    report = Report(claims=claims, body=body_markdown, figures=figures, metrics=metrics_rows,
-                    dvc_metrics=dvc_metrics, thresholds=thresholds_rows)
-    prov = provenance(slug, profile)
-    paths = write_report(slug=slug, profile=profile, params_hash=prov["params_hash"],
-                         run={"run_id": run_id, "git_sha": git_sha()}, report=report, report_dir=report_dir,
-                         runs_dir=runs_dir(slug), notes=notes_text(slug))
-    metadata: dict[str, Any] = {"claims": dg.MetadataValue.md(claims_markdown(claims)),
-                                "claims_holding": holding(claims),
-                                "report": dg.MetadataValue.path(_rel(paths["report"])), "git_sha": git_sha(), **prov}
-    plots = [p for k, p in paths.items() if k.startswith("plot:")]
-    if plots:
-        metadata["plot"] = dg.MetadataValue.md(png_markdown(plots[0], plots[0].stem))
-    return metadata

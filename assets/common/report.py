@@ -182,8 +182,3 @@ def report_payload(report: Report, profile: str) -> dict[str, Any]:
     """The report asset's value: what claim checks and the scorecard read."""
     return {"profile": profile, "claims": [asdict(c) for c in report.claims], **report.payload}
 
-
-# ------------------------------------------------------------------ legacy (pre-contract papers)
-def claims_payload(claims: list[Claim], profile: str, **extra: Any) -> dict[str, Any]:
-    """The report asset's value for papers not yet on the Report contract."""
-    return {"profile": profile, "claims": [asdict(c) for c in claims], **extra}

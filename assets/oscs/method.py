@@ -11,7 +11,8 @@ Per step t (predict, decide, then update — strictly online):
 1. f0_hat: Gaussian KDE of C (Silverman bandwidth), precomputed on a fixed grid;
 2. f_hat_{t-1}(S_t): recursive (Wolverton–Wagner) KDE of S_1..S_{t-1} on the same grid,
    f_t = (1 - w_t) f_{t-1} + w_t K_{h_t}(. - S_t), w_t = 1/t, h_t = h0 t^(-1/5);
-3. pi0_hat: Storey's estimator on conformal p-values of S_1..S_{t-1} against C;
+3. pi0_hat: Storey's estimator on conformal p-values of S_1..S_{t-1} against C (the spec's
+   one-sided p-values; a two-sided variant does not assume attacks score high);
 4. m_hat_t = 1 - min(1, pi0_hat f0_hat(S_t) / f_hat_{t-1}(S_t));
 5. accept iff (M_{t-1} + m_hat_t) / (|A_{t-1}| + 1) <= alpha (reject during burn-in),
    M = sum of m_hat over the accepted set A;
@@ -23,6 +24,7 @@ Per step t (predict, decide, then update — strictly online):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -104,6 +106,9 @@ def score_grid(calib_scores: np.ndarray, grid_size: int = 512, widen: float = 0.
     return np.linspace(low - pad, high + pad, grid_size)
 
 
+PI0_ESTIMATORS = ("storey", "storey_two_sided")
+
+
 # ============================================================================ config
 @dataclass(frozen=True)
 class OSCSConfig:
@@ -123,6 +128,11 @@ class OSCSConfig:
     newton_decay: predictive-recursion learning rate gamma_t = (t + 1)^(-newton_decay).
     newton_grid_size: size of the mu-grid of the mixing distribution G.
     newton_pi0_init: initial null weight of the predictive recursion.
+    pi0_estimator: "storey" (the spec: one-sided conformal p-values, small when the score is
+        high) or "storey_two_sided" (p = 2 min(upper, lower) conformal p-value, small in either
+        tail; Storey's estimator is valid for any valid p-values — Storey 2002, JRSS-B 64:479;
+        conformal p-values: Bates et al. 2023, Ann. Statist. 51:149). The variant identifies
+        attacks that a detector ranks as *more* benign than benign text.
     """
 
     alpha: float = 0.05
@@ -138,6 +148,7 @@ class OSCSConfig:
     newton_decay: float = 0.67
     newton_grid_size: int = 128
     newton_pi0_init: float = 0.5
+    pi0_estimator: str = "storey"
 
     def __post_init__(self):
         if not 0.0 < self.alpha < 1.0:
@@ -148,6 +159,8 @@ class OSCSConfig:
             raise ValueError("forgetting must be None or in (0, 1)")
         if not 0.0 <= self.lam < 1.0:
             raise ValueError("lam must be in [0, 1)")
+        if self.pi0_estimator not in PI0_ESTIMATORS:
+            raise ValueError(f"pi0_estimator must be one of {PI0_ESTIMATORS}")
 
 
 # ============================================================================ estimators
@@ -196,12 +209,16 @@ class RecursiveKDE:
 class StoreyCounter:
     """Online Storey pi0 from conformal p-values: pi0 = min(1, (1 + N_above) / ((1 - lam) N)).
 
-    With ``forgetting`` = w both counts decay by (1 - w) before each new item.
+    One-sided p-values (default) are small for high scores; ``two_sided`` p-values,
+    min(1, 2 min(p_upper, p_lower)), are small in either tail. With ``forgetting`` = w both
+    counts decay by (1 - w) before each new item.
     """
 
-    def __init__(self, calib_scores: np.ndarray, lam: float, forgetting: float | None = None):
+    def __init__(self, calib_scores: np.ndarray, lam: float, forgetting: float | None = None,
+                 two_sided: bool = False):
         self.calib_sorted = np.sort(np.asarray(calib_scores, dtype=float))
         self.lam = lam
+        self.two_sided = two_sided
         self.decay = 1.0 if forgetting is None else 1.0 - forgetting
         self.count_above = 0.0
         self.count_total = 0.0
@@ -209,7 +226,12 @@ class StoreyCounter:
     def p_value(self, score: float) -> float:
         m = self.calib_sorted.size
         at_least = m - int(np.searchsorted(self.calib_sorted, score, side="left"))
-        return (1.0 + at_least) / (m + 1.0)
+        upper = (1.0 + at_least) / (m + 1.0)
+        if not self.two_sided:
+            return upper
+        at_most = int(np.searchsorted(self.calib_sorted, score, side="right"))
+        lower = (1.0 + at_most) / (m + 1.0)
+        return min(1.0, 2.0 * min(upper, lower))
 
     def pi0(self) -> float:
         if self.count_total <= 0:
@@ -272,14 +294,29 @@ class NewtonPredictiveRecursion:
 
 
 # ============================================================================ controller
+@dataclass(frozen=True)
+class OracleParts:
+    """Ablation: replace estimated pieces of OSCS by the truth, one at a time or together.
+
+    pi0: the true null proportion; f0: the true benign density (a function of the, possibly
+    logit-transformed, score); f: the true mixture density. None keeps the estimate.
+    """
+
+    pi0: float | None = None
+    f0: Callable[[float], float] | None = None
+    f: Callable[[float], float] | None = None
+
+
 class OSCSController:
     """Streaming OSCS: call ``step(score)`` once per incoming item, get 1 (accept) or 0.
 
     Scores outside the fixed grid (far from every benign calibration score, where the benign
-    KDE is ~0) get m_hat = 1, i.e. they are treated as certainly malicious.
+    KDE is ~0) get m_hat = 1, i.e. they are treated as certainly malicious (unless the true f0
+    and f of an ablation say otherwise).
     """
 
-    def __init__(self, calib_scores: np.ndarray, config: OSCSConfig):
+    def __init__(self, calib_scores: np.ndarray, config: OSCSConfig, oracle: OracleParts | None = None):
+        self.oracle = oracle or OracleParts()
         self.config = config
         calib = np.asarray(calib_scores, dtype=float)
         if calib.size < 2 or not np.all(np.isfinite(calib)):
@@ -292,7 +329,8 @@ class OSCSController:
         self.h0 = config.h0_scale * robust_scale(self.calib_scores)
 
         self.mixture = RecursiveKDE(self.grid, self.h0, config.forgetting)
-        self.storey = StoreyCounter(self.calib_scores, config.lam, config.forgetting)
+        self.storey = StoreyCounter(self.calib_scores, config.lam, config.forgetting,
+                                    two_sided=config.pi0_estimator == "storey_two_sided")
         if config.estimator == "newton":
             sigma = config.newton_sigma or 0.5 * robust_scale(self.calib_scores)
             mu_grid = np.linspace(self.grid[0], self.grid[-1], config.newton_grid_size)
@@ -320,15 +358,18 @@ class OSCSController:
 
     def predict(self, score: float) -> tuple[float, float]:
         """(m_hat_t, pi0_hat_t) for a transformed score using only S_1..S_{t-1}."""
-        if self.t == 0 or not self.mixture.contains(score):
-            pi0 = self.newton.null_weight if self.newton is not None else self.storey.pi0()
+        oracle = self.oracle
+        estimated_pi0 = self.newton.null_weight if self.newton is not None else self.storey.pi0()
+        pi0 = estimated_pi0 if oracle.pi0 is None else oracle.pi0
+        outside = not self.mixture.contains(score) and (oracle.f0 is None or oracle.f is None)
+        if self.t == 0 or outside:
             return 1.0, pi0
-        null_density = self.benign_density(score)
-        if self.newton is not None:
-            pi0 = self.newton.null_weight
+        null_density = self.benign_density(score) if oracle.f0 is None else float(oracle.f0(score))
+        if oracle.f is not None:
+            mixture_density = float(oracle.f(score))
+        elif self.newton is not None:
             mixture_density = self.newton.predictive_density(score, null_density)
         else:
-            pi0 = self.storey.pi0()
             mixture_density = self.mixture.interpolate(self.mixture.density, score)
         mixture_density = max(mixture_density, self.config.density_floor)
         benign_posterior = min(1.0, pi0 * null_density / mixture_density)
@@ -368,15 +409,17 @@ class OSCSController:
         return self.accepted_m_hat_sum / max(1, self.n_accepted)
 
 
-def run_oscs(stream_scores: np.ndarray, calib_scores: np.ndarray, config: OSCSConfig) -> dict[str, np.ndarray]:
-    """Run OSCS over a whole stream (one ``OSCSController.step`` per item).
+def run_oscs(stream_scores: np.ndarray, calib_scores: np.ndarray, config: OSCSConfig,
+             oracle: OracleParts | None = None) -> dict[str, np.ndarray]:
+    """Run OSCS over a whole stream (one ``OSCSController.step`` per item); ``oracle``
+    swaps estimated pieces for true ones (ablation).
 
     Returns arrays of length T: ``decision`` (int8, 1 = accept), ``m_hat`` (estimated
     malicious posterior used for the decision), ``pi0_hat`` (null proportion used), and
     ``est_far`` (estimated FAR of the accepted set after the step).
     """
     stream_scores = np.asarray(stream_scores, dtype=float)
-    controller = OSCSController(calib_scores, config)
+    controller = OSCSController(calib_scores, config, oracle)
     size = stream_scores.size
     decision = np.zeros(size, dtype=np.int8)
     m_hat = np.zeros(size)

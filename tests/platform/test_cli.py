@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from resources.profiles import REPO_ROOT
 
 
@@ -35,3 +37,47 @@ def test_jobs_run_rejects_unknown_targets(tmp_path):
     run = subprocess.run([sys.executable, "-m", "jobs.run", "nope"], cwd=REPO_ROOT, env=_env(tmp_path),
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and "unknown target" in run.stderr
+
+
+def test_jobs_run_uses_the_repository_instance_when_dagster_home_is_unset(monkeypatch, capsys):
+    from jobs.run import DAGSTER_HOME_DEFAULT, ensure_dagster_home
+
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    assert ensure_dagster_home() == DAGSTER_HOME_DEFAULT and DAGSTER_HOME_DEFAULT.is_absolute()
+    assert os.environ["DAGSTER_HOME"] == str(DAGSTER_HOME_DEFAULT)
+    assert "DAGSTER_HOME is unset: using" in capsys.readouterr().err
+    monkeypatch.setenv("DAGSTER_HOME", "relative/home")
+    with pytest.raises(SystemExit, match="absolute"):
+        ensure_dagster_home()
+
+
+def test_reproduce_runs_only_changed_papers_and_names_the_rest(data_dir, monkeypatch, capsys):
+    """The orchestration of `make reproduce` (DVC and Dagster replaced by recorders)."""
+    import jobs.reproduce as reproduce
+    import jobs.run as run
+    from jobs import dvc_stages
+    from resources.warehouse import append_job_record
+
+    calls = []
+    monkeypatch.setenv("DAGSTER_HOME", str(data_dir))
+    monkeypatch.setattr(dvc_stages, "main", lambda argv: 0)
+    monkeypatch.setattr(reproduce, "changed_stages", lambda papers: {"brew"} & set(papers))
+    monkeypatch.setattr(reproduce, "repro", lambda slug, force: calls.append(("repro", slug, force)) or True)
+    monkeypatch.setattr(run, "execute", lambda target, profile, dask=None: calls.append(("run", target)) or True)
+    append_job_record("brew", {"run_id": "r", "profile": "cpu", "wall_seconds": 125.0, "status": "success"})
+
+    assert reproduce.main(["--papers", "oscs", "brew", "--profile", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert calls == [("repro", "brew", False), ("run", "warehouse")]
+    assert "1 of 2 papers to run at the cpu profile; up to date: oscs" in out
+    assert "brew — started; last run took 2 min 05 s" in out and "up to date oscs" in out
+
+    calls.clear()
+    assert reproduce.main(["--papers", "oscs", "--force", "--profile", "cpu"]) == 0
+    assert calls == [("repro", "oscs", True), ("run", "warehouse")]
+
+    calls.clear()   # another profile than DVC's: every selected paper, uncached, through jobs.run
+    assert reproduce.main(["--papers", "oscs", "--profile", "smoke"]) == 0
+    assert calls == [("run", "oscs"), ("run", "warehouse")]
+    with pytest.raises(SystemExit):
+        reproduce.main(["--papers", "nope"])
