@@ -14,7 +14,7 @@ export GX_ANALYTICS_ENABLED := false
 export DAGSTER_DISABLE_TELEMETRY := 1
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: venv reproduce test lint ui dvc-repro bench clean-data
+.PHONY: venv reproduce test lint ui dvc-repro bench clean-data readme-results
 
 # Project environment. torch first, from the local CPU wheel: an unpinned torch would pull
 # a multi-GB CUDA build. The generic top-level packages are not installed (packages = []).
@@ -48,6 +48,10 @@ reproduce: venv
 test: venv
 	$(VENV)/bin/python -m pytest -m dask
 	$(VENV)/bin/python -m pytest -m "not dask" -n $(TEST_WORKERS) --dist loadgroup
+
+## make readme-results: the README's results blocks from the warehouse (claims + runs tables)
+readme-results: venv
+	$(VENV)/bin/python -m jobs.readme_results
 
 ## make lint: ruff (E, F, I, B; line length 120)
 lint: venv

@@ -1,0 +1,27 @@
+"""The README's results blocks are written from the warehouse tables, prose around them kept."""
+from __future__ import annotations
+
+import pandas as pd
+
+from jobs.readme_results import render
+
+
+def test_render_replaces_only_the_generated_blocks():
+    claims = pd.DataFrame([
+        {"paper": "oscs", "claim_id": "far_control", "kind": "claim", "paper_value": "FAR ≤ α", "holds": False,
+         "measured_value": "+0.28 | worst", "seeds": "0–9 (10)", "profile": "cpu"},
+        {"paper": "oscs", "claim_id": "trend", "kind": "observation", "paper_value": "p", "holds": None,
+         "measured_value": "m", "seeds": "", "profile": "cpu"},
+        {"paper": "oscs", "claim_id": "b1", "kind": "claim", "paper_value": "p", "holds": True,
+         "measured_value": "m", "seeds": "", "profile": "cpu"},
+    ])
+    runs = pd.DataFrame([{"paper": "oscs", "profile": "cpu", "status": "success", "wall_seconds": 65.0},
+                         {"paper": "oscs", "profile": "cpu", "status": "success", "wall_seconds": 125.0}])
+    text = ("intro\n<!-- results:summary -->\nold\n<!-- /results:summary -->\n\n<!-- results:oscs -->\n"
+            "### oscs — stale\n<!-- /results:oscs -->\n\nWhy ❌: hand-written.\n")
+    out = render(text, claims, runs, "cpu")
+    assert "**1/2 claims hold** across 1 papers (1 report-only observations not counted)." in out
+    assert "### oscs — 1/2 hold · `.venv/bin/python -m jobs.run oscs --profile cpu` · 2 min 05 s" in out
+    assert "| far_control | FAR ≤ α | +0.28 \\| worst | 0–9 (10) | ❌ |" in out
+    assert "| trend | p | m | — | report-only |" in out
+    assert out.startswith("intro\n") and out.endswith("Why ❌: hand-written.\n") and "stale" not in out
