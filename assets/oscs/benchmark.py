@@ -11,15 +11,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from assets.common.claims import Claim
+from assets.common.claims import Claim, comparative_claim, paired_ci, seeds_label
 from assets.oscs import method as M
 from assets.oscs.streams import SCENARIOS, STATIONARY_SCENARIOS, scenario_target_pi1
 
-METHODS = ("oscs", "oscs_newton", "fixed_threshold", "batch_lfdr", "oracle", "conformal_lord",
+METHODS = ("oscs", "oscs_newton", "oscs_two_sided", "fixed_threshold", "batch_lfdr", "oracle", "conformal_lord",
            "no_recursion")
+# OSCS variants that report their m̂ and π̂0 traces: (method, estimator, π0 estimator)
+OSCS_VARIANTS = (("oscs", "kde", "storey"), ("oscs_newton", "newton", "storey"),
+                 ("oscs_two_sided", "kde", "storey_two_sided"))
 METHOD_LABELS = {
     "oscs": "OSCS (recursive KDE)",
     "oscs_newton": "OSCS (Newton PR)",
+    "oscs_two_sided": "OSCS, two-sided π̂0 (variant)",
     "fixed_threshold": "B1 fixed 95% threshold",
     "batch_lfdr": "B2 offline batch lfdr",
     "oracle": "B3 oracle lfdr rule",
@@ -44,19 +48,23 @@ def label_aware_posterior(scores: np.ndarray, benign_pool: np.ndarray, malicious
 
 
 def decide_all(scores: np.ndarray, calib: np.ndarray, alpha: float, m_true: np.ndarray,
-               config: M.OSCSConfig) -> dict[str, dict[str, np.ndarray]]:
+               config: M.OSCSConfig, batch_posterior: np.ndarray | None = None) -> dict[str, dict[str, np.ndarray]]:
     """Every method's decisions on one stream. OSCS variants also return m̂ and π̂0 traces.
 
     scores: (T,) detector scores in arrival order; calib: (m,) benign calibration scores;
-    m_true: (T,) the oracle's malicious posterior. Returns {method: {"decision": (T,) int8, ...}}.
+    m_true: (T,) the oracle's malicious posterior; batch_posterior: B2's m̂ of this stream
+    (α-independent: pass it when deciding one stream at several α). Returns
+    {method: {"decision": (T,) int8, ...}}.
     """
     cfg = replace(config, alpha=alpha)
     out: dict[str, dict[str, np.ndarray]] = {}
-    for name, estimator in (("oscs", "kde"), ("oscs_newton", "newton")):
-        trace = M.run_oscs(scores, calib, replace(cfg, estimator=estimator))
+    for name, estimator, pi0_estimator in OSCS_VARIANTS:
+        trace = M.run_oscs(scores, calib, replace(cfg, estimator=estimator, pi0_estimator=pi0_estimator))
         out[name] = {"decision": trace["decision"], "m_hat": trace["m_hat"], "pi0_hat": trace["pi0_hat"]}
     out["fixed_threshold"] = {"decision": M.fixed_threshold(scores, calib, q=0.95)}
-    out["batch_lfdr"] = {"decision": M.batch_lfdr(scores, calib, alpha, lam=cfg.lam)}
+    if batch_posterior is None:
+        batch_posterior = M.batch_lfdr_posterior(scores, calib, lam=cfg.lam)
+    out["batch_lfdr"] = {"decision": M.select_by_mean_posterior(batch_posterior, alpha)}
     out["oracle"] = {"decision": M.oracle_rule(m_true, alpha)}
     out["conformal_lord"] = {"decision": M.conformal_lord(scores, calib, alpha)}
     out["no_recursion"] = {"decision": M.no_recursion(scores, calib, alpha, burn_in=cfg.burn_in,
@@ -100,8 +108,9 @@ def gaussian_suite(mus: list[float], pi1: float, T: int, m: int, seeds: list[int
         for seed in seeds:
             scores, labels, calib = M.gaussian_stream(mu, pi1, T, m, seed)
             m_true = M.gaussian_true_posterior(scores, mu, pi1)
+            posterior = M.batch_lfdr_posterior(scores, calib, lam=config.lam)
             for alpha in alphas:
-                decisions = decide_all(scores, calib, alpha, m_true, config)
+                decisions = decide_all(scores, calib, alpha, m_true, config, posterior)
                 for method, trace in decisions.items():
                     metrics = outcome_metrics(trace["decision"], labels, config.burn_in, T)
                     if "pi0_hat" in trace:
@@ -169,67 +178,119 @@ def _mean_table(results: pd.DataFrame, metric: str) -> pd.DataFrame:
     return sel.groupby(["detector", "scenario", "alpha", "method"], as_index=False)["value"].mean()
 
 
-def evaluate_claims(results: pd.DataFrame, gaussian: pd.DataFrame, tolerance: float = 0.01,
-                    b1_excess: float = 0.05, power_ratio: float = 0.8) -> list[Claim]:
-    """The four claims of the issue / spec's pass criterion, from measured rows.
+FAR_TOLERANCE = 0.01        # spec: mean realized FAR ≤ α + 0.01
+B1_EXCESS = 0.05            # spec: B1's FAR > α + 0.05 in at least one scenario
+POWER_RATIO = 0.8           # spec: OSCS TAR ≥ 0.8 × oracle TAR (Gaussian suite)
+VANISHING_FRACTION = 0.5    # issue: the excess at full length ≤ half the short-horizon excess, or ≤ 0.01
+CI_LEVEL = 0.90             # paired CIs over seeds (comparative claims)
 
-    results: tidy rows (detector, scenario, seed, alpha, method, metric, value) of the text
-    streams; gaussian: rows of `gaussian_suite`.
-    """
-    claims: list[Claim] = []
-    far = _mean_table(results, "far_selected")
-    stationary = far[far["scenario"].isin(STATIONARY_SCENARIOS)]
 
-    oscs = stationary[stationary["method"] == "oscs"].assign(excess=lambda d: d["value"] - d["alpha"])
-    worst = oscs.loc[oscs["excess"].idxmax()] if len(oscs) else None
-    claims.append(Claim(
-        "far_control",
-        "OSCS: mean realized FAR (malicious among accepted) ≤ α + 0.01 in every stationary "
-        "scenario, every α, every detector",
-        f"FAR ≤ α + {tolerance:g} (controlled)",
+def _far_claim(claim_id: str, claim: str, far: pd.DataFrame, method: str, seeds: list[int],
+               detail_prefix: str = "") -> Claim:
+    cells = far[(far["method"] == method) & far["scenario"].isin(STATIONARY_SCENARIOS)]
+    cells = cells.assign(excess=cells["value"] - cells["alpha"])
+    worst = cells.loc[cells["excess"].idxmax()] if len(cells) else None
+    within = int((cells["excess"] <= FAR_TOLERANCE).sum())
+    return Claim(
+        claim_id, claim, f"FAR ≤ α + {FAR_TOLERANCE:g} (controlled)",
         "no stationary runs" if worst is None else
         f"worst mean FAR − α = {worst['excess']:+.4f} ({worst['detector']}, {worst['scenario']}, α={worst['alpha']:g})",
-        bool(worst is not None and (oscs["excess"] <= tolerance).all()),
-        detail=f"{int((oscs['excess'] <= tolerance).sum())}/{len(oscs)} cells within tolerance"))
+        bool(worst is not None and within == len(cells)),
+        detail=f"{detail_prefix}{within}/{len(cells)} (detector × scenario × α) cells within tolerance",
+        seeds=seeds_label(seeds))
 
+
+def evaluate_claims(results: pd.DataFrame, gaussian: pd.DataFrame) -> list[Claim]:
+    """The paper's claims, judged as the spec's pass criterion states them (and as the issue
+    tightened them), from measured rows.
+
+    results: tidy rows (detector, scenario, seed, alpha, method, metric, value) of the text
+    streams; gaussian: rows of `gaussian_suite`. FAR claims compare the mean over seeds with
+    α + 0.01 (the spec's criterion); the comparative power claim uses a paired CI over seeds.
+    """
+    claims: list[Claim] = []
+    text_seeds = sorted(results["seed"].unique().tolist()) if len(results) else []
+    gauss_seeds = sorted(gaussian["seed"].unique().tolist()) if len(gaussian) else []
+    far = _mean_table(results, "far_selected")
+    claims.append(_far_claim(
+        "far_control", "OSCS: mean realized FAR (malicious among accepted) ≤ α + 0.01 in every stationary "
+        "scenario, every α, every detector", far, "oscs", text_seeds))
+
+    oscs = far[(far["method"] == "oscs") & far["scenario"].isin(STATIONARY_SCENARIOS)]
     long_far = oscs.set_index(["detector", "scenario", "alpha"])["value"]
     short = _mean_table(results, "far_selected_short")
     short = short[(short["method"] == "oscs") & short["scenario"].isin(STATIONARY_SCENARIOS)]
     short_far = short.set_index(["detector", "scenario", "alpha"])["value"]
-    alphas = oscs.set_index(["detector", "scenario", "alpha"]).index.get_level_values("alpha")
+    alphas = long_far.index.get_level_values("alpha")
     excess_long = float((long_far - alphas).mean()) if len(long_far) else float("nan")
     excess_short = float((short_far.reindex(long_far.index) - alphas).mean()) if len(long_far) else float("nan")
+    vanishes = bool(np.isfinite(excess_long) and (excess_long <= FAR_TOLERANCE
+                                                  or excess_long <= VANISHING_FRACTION * excess_short))
     claims.append(Claim(
         "vanishing_excess",
-        "OSCS's FAR excess over α shrinks as the stream grows (full stream vs its short prefix)",
-        "excess(T) ≤ excess(T_short) (vanishing excess term)",
+        "OSCS's FAR excess over α vanishes as the stream grows: at the full length it is at most half the "
+        "excess at the short horizon (or within 0.01 of α)",
+        f"excess(T) ≤ {VANISHING_FRACTION:g} × excess(T_short) or ≤ {FAR_TOLERANCE:g}",
         f"mean FAR − α: {excess_short:+.4f} at the short horizon → {excess_long:+.4f} at the full length",
-        bool(np.isfinite(excess_long) and excess_long <= excess_short)))
+        vanishes, seeds=seeds_label(text_seeds)))
 
     b1 = far[(far["method"] == "fixed_threshold")].assign(excess=lambda d: d["value"] - d["alpha"])
     b1_worst = b1.loc[b1["excess"].idxmax()] if len(b1) else None
     claims.append(Claim(
         "fixed_threshold_fails",
         "The fixed 95%-benign-quantile threshold (B1) exceeds α + 0.05 in at least one scenario",
-        f"B1 FAR > α + {b1_excess:g} somewhere",
+        f"B1 FAR > α + {B1_EXCESS:g} somewhere",
         "no runs" if b1_worst is None else
         f"B1 worst mean FAR − α = {b1_worst['excess']:+.4f} "
         f"({b1_worst['detector']}, {b1_worst['scenario']}, α={b1_worst['alpha']:g})",
-        bool(b1_worst is not None and b1_worst["excess"] > b1_excess)))
+        bool(b1_worst is not None and b1_worst["excess"] > B1_EXCESS), seeds=seeds_label(text_seeds)))
 
-    tars = gaussian[gaussian["metric"] == "tar"].groupby(["mu", "alpha", "method"])["value"].mean()
-    ratios = []
-    for (mu, alpha), group in tars.groupby(level=["mu", "alpha"]):
-        o = group.xs("oracle", level="method").iloc[0]
-        s = group.xs("oscs", level="method").iloc[0]
-        ratios.append((mu, alpha, s / o if o > 0 else float("nan"), s, o))
-    worst_ratio = min(ratios, key=lambda r: r[2]) if ratios else None
+    claims.append(_power_claim(gaussian, gauss_seeds))
+
+    g_far = gaussian[gaussian["metric"] == "far_selected"].groupby(["mu", "alpha", "method"])["value"].mean()
+    g_cells = g_far.xs("oscs", level="method").reset_index() if len(g_far) else pd.DataFrame()
+    if len(g_cells):
+        g_cells = g_cells.assign(excess=g_cells["value"] - g_cells["alpha"])
+        g_worst = g_cells.loc[g_cells["excess"].idxmax()]
+        measured = (f"worst mean FAR − α = {g_worst['excess']:+.4f} (μ={g_worst['mu']:g}, α={g_worst['alpha']:g}); "
+                    + ", ".join(f"μ={r.mu:g}/α={r.alpha:g}: {r.value:.3f}" for r in g_cells.itertuples()))
     claims.append(Claim(
-        "power_vs_oracle",
-        "OSCS benign acceptance (TAR) ≥ 0.8 × the oracle rule's in the Gaussian suite",
-        f"TAR(OSCS) ≥ {power_ratio:g} × TAR(oracle)",
-        "no runs" if worst_ratio is None else
-        f"worst ratio {worst_ratio[2]:.3f} "
-        f"(μ={worst_ratio[0]:g}, α={worst_ratio[1]:g}: {worst_ratio[3]:.3f} vs {worst_ratio[4]:.3f})",
-        bool(worst_ratio is not None and all(r[2] >= power_ratio for r in ratios))))
+        "gaussian_far_control",
+        "OSCS: mean realized FAR ≤ α + 0.01 in every cell of the parametric suite (f0 = N(0,1), f1 = N(μ,1)), "
+        "where the two-group model is identifiable",
+        f"FAR ≤ α + {FAR_TOLERANCE:g} (provable control)",
+        measured if len(g_cells) else "no runs",
+        bool(len(g_cells) and (g_cells["excess"] <= FAR_TOLERANCE).all()), seeds=seeds_label(gauss_seeds)))
+
+    claims.append(_far_claim(
+        "far_control_two_sided", "Variant (ours, not the spec): OSCS with a two-sided Storey π̂0 — mean realized "
+        "FAR ≤ α + 0.01 in every stationary scenario, every α, every detector", far, "oscs_two_sided",
+        text_seeds, detail_prefix="π̂0 from two-sided conformal p-values (Storey 2002; Bates et al. 2023); "))
     return claims
+
+
+def _power_claim(gaussian: pd.DataFrame, seeds: list[int]) -> Claim:
+    """TAR(OSCS) ≥ 0.8 × TAR(oracle) in every (μ, α) cell, each judged by the paired CI over
+    seeds of TAR_OSCS − 0.8 · TAR_oracle (lower bound > 0)."""
+    tar = gaussian[gaussian["metric"] == "tar"].pivot_table(index=["mu", "alpha", "seed"], columns="method",
+                                                            values="value")
+    cells = []
+    for (mu, alpha), group in tar.groupby(level=["mu", "alpha"]):
+        claim = comparative_claim("power_cell", "", "", group["oscs"].to_numpy(),
+                                  POWER_RATIO * group["oracle"].to_numpy(), level=CI_LEVEL,
+                                  names=("OSCS TAR", f"{POWER_RATIO:g} × oracle TAR"))
+        ratio = float(group["oscs"].mean() / group["oracle"].mean()) if group["oracle"].mean() > 0 else float("nan")
+        cells.append((mu, alpha, claim, ratio, paired_ci(group["oscs"], POWER_RATIO * group["oracle"], CI_LEVEL)))
+    if not cells:
+        return Claim("power_vs_oracle", "OSCS TAR ≥ 0.8 × oracle TAR", "", "no runs", False)
+    worst = min(cells, key=lambda c: c[4].low)
+    return Claim(
+        "power_vs_oracle",
+        "OSCS benign acceptance (TAR) ≥ 0.8 × the oracle rule's in every cell of the Gaussian suite "
+        "(paired CI over seeds of TAR_OSCS − 0.8 TAR_oracle above 0)",
+        f"TAR(OSCS) ≥ {POWER_RATIO:g} × TAR(oracle)",
+        f"worst cell μ={worst[0]:g}, α={worst[1]:g}: ratio of means {worst[3]:.3f}; {worst[4].text()}",
+        all(c[2].holds for c in cells),
+        detail=f"{sum(c[2].holds for c in cells)}/{len(cells)} cells hold; ratios of means "
+               + ", ".join(f"μ={c[0]:g}/α={c[1]:g}: {c[3]:.3f}" for c in cells),
+        seeds=seeds_label(seeds))

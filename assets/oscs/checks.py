@@ -137,11 +137,51 @@ def decisions_causal(frame: pd.DataFrame, streams: pd.DataFrame, benign_density:
                          & (streams["seed"] == run_key["seed"])].sort_values("t")
         half = len(stream) // 2
         calib = np.asarray(benign_density["detectors"][detector]["scores"])
-        for variant, estimator in (("oscs", "kde"), ("oscs_newton", "newton")):
+        for variant, estimator, pi0_estimator in benchmark.OSCS_VARIANTS:
             prefix = M.run_oscs(stream["score"].to_numpy()[:half], calib,
-                                replace(config, alpha=float(run_key["alpha"]), estimator=estimator))
+                                replace(config, alpha=float(run_key["alpha"]), estimator=estimator,
+                                        pi0_estimator=pi0_estimator))
             checked += 1
             if not np.array_equal(prefix["decision"], run[variant].to_numpy()[:half]):
                 mismatches.append(f"{variant}/{detector}/{run_key['scenario']}")
     return finding([f"prefix re-runs differ: {mismatches}"] if mismatches else [],
                    ok=f"{checked} prefix re-runs decide identically (no look-ahead)")
+
+
+def embedding_reference_valid(value: dict) -> Finding:
+    """The embedding detector's checkpoint reloads and its precision matrix is usable."""
+    from resources.artifacts import load_checkpoint
+
+    state, _ = load_checkpoint(value)
+    mean, precision = state["mean"].numpy(), state["precision"].numpy()
+    problems = []
+    if not (np.isfinite(mean).all() and np.isfinite(precision).all()):
+        problems.append("non-finite mean or precision")
+    elif not np.allclose(precision, precision.T, atol=1e-8 * np.abs(precision).max()):
+        problems.append("precision matrix is not symmetric")
+    elif np.linalg.eigvalsh(precision).min() <= 0:
+        problems.append("precision matrix is not positive definite")
+    return finding(problems, ok=f"reference of {value.get('sentences')} sentences: finite, symmetric, "
+                   "positive definite")
+
+
+def ablation_complete(frame: pd.DataFrame, params: OSCSParams) -> Finding:
+    """Every ablation variant ran on every ablated stream and Gaussian cell; rates in [0, 1]."""
+    from assets.oscs.ablation import VARIANTS
+
+    problems = []
+    per_cell = frame.groupby(["suite", "detector", "scenario", "seed", "alpha"])["variant"].apply(set)
+    incomplete = [k for k, v in per_cell.items() if v != set(VARIANTS)]
+    if incomplete:
+        problems.append(f"{len(incomplete)} cells lack variants (e.g. {incomplete[:2]})")
+    rates = frame[["far_selected", "tar"]].to_numpy(dtype=float)
+    if not (np.isfinite(rates).all() and (rates >= 0).all() and (rates <= 1).all()):
+        problems.append("rates outside [0, 1] or non-finite")
+    stationary = [s for s in params.scenarios if s in streams.STATIONARY_SCENARIOS]
+    expected_text = len(params.detectors) * len(stationary) * len(params.ablation_seeds) * len(params.alphas)
+    seeds = [s for s in params.gaussian.seeds if s in params.ablation_seeds]
+    expected_gauss = len(params.gaussian.mus) * len(seeds) * len(params.alphas)
+    got = per_cell.groupby(level="suite").size().to_dict()
+    if got.get("text", 0) != expected_text or got.get("gaussian", 0) != expected_gauss:
+        problems.append(f"cells per suite {got} ≠ expected text {expected_text}, gaussian {expected_gauss}")
+    return finding(problems, ok=f"{len(per_cell)} ablated cells × {len(VARIANTS)} variants")

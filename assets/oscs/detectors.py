@@ -1,9 +1,14 @@
-"""Detector scores S = d(x) from a Kneser–Ney trigram LM; higher means more suspicious.
+"""Detector scores S = d(x): the "existing defenses"; higher means more suspicious.
 
+From a Kneser–Ney trigram LM:
 - ``perplexity``: mean token negative log-likelihood (nats per token, ``</s>`` included),
   i.e. log-perplexity — the perplexity-filter defence.
 - ``onion``: ONION-style outlier-word score, the largest drop in log-perplexity obtained by
   deleting one word: max_i [ NLL(x) − NLL(x without word i) ] (nats per token).
+
+From a sentence encoder (all-MiniLM-L6-v2, offline):
+- ``minilm_maha``: Mahalanobis distance of the unit-norm sentence embedding from the benign
+  training sentences' mean, under their Ledoit–Wolf shrunk covariance (unitless).
 
 Both score out-of-vocabulary words with the LM's ``split_unk`` spelling model (the ``<unk>``
 mass shared among the training types it stands for); otherwise a frequent ``<unk>`` class
@@ -16,7 +21,9 @@ import numpy as np
 
 from assets.common.ngram import KneserNeyTrigram, tokenize
 
-DETECTORS = ("perplexity", "onion")
+LM_DETECTORS = ("perplexity", "onion")
+EMBEDDING_DETECTORS = ("minilm_maha",)
+DETECTORS = (*LM_DETECTORS, *EMBEDDING_DETECTORS)
 
 
 def perplexity_score(lm: KneserNeyTrigram, texts: list[str]) -> np.ndarray:
@@ -51,10 +58,29 @@ def onion_score(lm: KneserNeyTrigram, texts: list[str]) -> np.ndarray:
     return np.where(np.isfinite(best_drop), best_drop, 0.0)
 
 
+def fit_mahalanobis(embeddings: np.ndarray) -> dict[str, np.ndarray]:
+    """Benign reference of the embedding detector: mean (d,) and precision (d, d), the inverse
+    of the Ledoit–Wolf shrunk covariance (well conditioned even when n is near d)."""
+    from sklearn.covariance import LedoitWolf
+
+    x = np.asarray(embeddings, dtype=np.float64)
+    if x.ndim != 2 or x.shape[0] < 2:
+        raise ValueError(f"need an (n ≥ 2, d) embedding matrix, got shape {x.shape}")
+    estimate = LedoitWolf().fit(x)
+    return {"mean": estimate.location_, "precision": np.linalg.inv(estimate.covariance_)}
+
+
+def mahalanobis_score(embeddings: np.ndarray, mean: np.ndarray, precision: np.ndarray) -> np.ndarray:
+    """sqrt((x − μ)ᵀ P (x − μ)) per row; shape (n,)."""
+    centred = np.asarray(embeddings, dtype=np.float64) - np.asarray(mean, dtype=np.float64)
+    squared = np.einsum("ij,jk,ik->i", centred, np.asarray(precision, dtype=np.float64), centred)
+    return np.sqrt(np.maximum(squared, 0.0))
+
+
 def score_texts(lm: KneserNeyTrigram, texts: list[str], detector: str) -> np.ndarray:
-    """Dispatch on the detector name (one of ``DETECTORS``)."""
+    """Dispatch on an LM detector name (one of ``LM_DETECTORS``)."""
     if detector == "perplexity":
         return perplexity_score(lm, texts)
     if detector == "onion":
         return onion_score(lm, texts)
-    raise ValueError(f"unknown detector {detector!r}; expected one of {DETECTORS}")
+    raise ValueError(f"unknown LM detector {detector!r}; expected one of {LM_DETECTORS}")

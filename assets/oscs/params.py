@@ -28,3 +28,6 @@ class OSCSParams:
     burn_in: int                    # decisions before this step are excluded from FAR/TAR
     grid_size: int                  # score grid of the recursive KDE
     gaussian: GaussianSuite
+    detectors: tuple[str, ...]      # the "existing defenses" scored (detectors.DETECTORS)
+    embedding_fit_sentences: int    # lm-split sentences the embedding detector's reference is fitted on
+    ablation_seeds: tuple[int, ...]  # seeds of the true-π0/f0/f ablation (text and Gaussian)

@@ -7,7 +7,7 @@ import pandas as pd
 from assets.common.plotting import new_grid
 from assets.oscs.benchmark import METHOD_LABELS
 
-_COLORS = {"oscs": "#1f77b4", "oscs_newton": "#17becf", "fixed_threshold": "#d62728",
+_COLORS = {"oscs": "#1f77b4", "oscs_newton": "#17becf", "oscs_two_sided": "#8c564b", "fixed_threshold": "#d62728",
            "batch_lfdr": "#9467bd", "oracle": "#2ca02c", "conformal_lord": "#ff7f0e",
            "no_recursion": "#7f7f7f"}
 
@@ -63,9 +63,11 @@ def far_over_time(decisions: pd.DataFrame, methods=("oscs", "oscs_newton", "fixe
     return fig
 
 
-def pi0_trace(decisions: pd.DataFrame):
-    """π̂0_t of both OSCS variants against the true null proportion (seed-averaged)."""
-    detector = sorted(decisions["detector"].unique())[0]
+def pi0_trace(decisions: pd.DataFrame, detector: str = "onion"):
+    """π̂0_t of the OSCS variants against the true null proportion (seed-averaged), for one
+    detector (ONION by default: its attacks score *low*, where the one-sided p-values miss them)."""
+    if detector not in set(decisions["detector"]):
+        detector = sorted(decisions["detector"].unique())[0]
     alpha = float(decisions["alpha"].max())
     sub = decisions[(decisions["detector"] == detector) & (decisions["alpha"] == alpha)]
     scenarios = list(dict.fromkeys(sub["scenario"]))
@@ -73,7 +75,7 @@ def pi0_trace(decisions: pd.DataFrame):
     for ax, scenario in zip(axes, scenarios):
         runs = sub[sub["scenario"] == scenario]
         t = runs.groupby("seed").get_group(runs["seed"].iloc[0])["t"].to_numpy()
-        for variant in ("oscs", "oscs_newton"):
+        for variant in ("oscs", "oscs_newton", "oscs_two_sided"):
             mean = np.mean([r[f"{variant}_pi0_hat"].to_numpy() for _, r in runs.groupby("seed")], axis=0)
             ax.plot(t, mean, label=METHOD_LABELS[variant], color=_COLORS[variant])
         ax.axhline(1 - runs["label"].mean(), ls="--", color="k", lw=1, label="true π0")
@@ -98,4 +100,26 @@ def gaussian_power(gaussian: pd.DataFrame):
         ax.set_xlabel("μ (separation of f1 from f0)")
         ax.set_ylabel("TAR (benign accepted)")
     axes[0].legend(fontsize=7)
+    return fig
+
+
+def ablation(text_table: pd.DataFrame, gauss_table: pd.DataFrame):
+    """Left: worst mean FAR − α per detector with each piece of m̂ swapped for the truth; right:
+    Gaussian-suite TAR per variant (mean over μ and α)."""
+    fig, axes = new_grid(2, 10.0, 3.6)
+    variants = list(dict.fromkeys(text_table["variant"].astype(str)))
+    detectors = list(dict.fromkeys(text_table["detector"]))
+    width = 0.8 / max(1, len(variants))
+    for i, variant in enumerate(variants):
+        values = [float(text_table[(text_table["detector"] == d) & (text_table["variant"].astype(str) == variant)]
+                        ["worst_excess"].iloc[0]) for d in detectors]
+        axes[0].bar(np.arange(len(detectors)) + i * width, values, width, label=variant)
+    axes[0].axhline(0.01, ls="--", color="k", lw=1)
+    axes[0].set_xticks(np.arange(len(detectors)) + width * (len(variants) - 1) / 2, detectors)
+    axes[0].set_ylabel("worst mean FAR − α (text)")
+    axes[0].legend(fontsize=7)
+    tar = gauss_table.groupby(gauss_table["variant"].astype(str))["tar"].mean().reindex(variants)
+    axes[1].bar(np.arange(len(variants)), tar.to_numpy(), color="#1f77b4")
+    axes[1].set_xticks(np.arange(len(variants)), variants, rotation=20, fontsize=7)
+    axes[1].set_ylabel("TAR (Gaussian suite)")
     return fig

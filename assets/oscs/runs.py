@@ -13,7 +13,7 @@ import pandas as pd
 
 from assets.common.ngram import KneserNeyTrigram
 from assets.common.progress import Progress
-from assets.oscs import benchmark, data, detectors, streams
+from assets.oscs import ablation, benchmark, data, detectors, streams
 from assets.oscs import method as M
 from assets.oscs.checks import oscs_config
 from assets.oscs.params import OSCSParams
@@ -32,8 +32,20 @@ def malicious_pool(benign_corpus: pd.DataFrame, per_attack: int, seed_for: Calla
     return pd.concat(parts, ignore_index=True)
 
 
+def fit_embedding_detector(benign_corpus: pd.DataFrame, max_sentences: int, rng: np.random.Generator,
+                           embed: Callable[[list[str]], np.ndarray]) -> tuple[dict[str, np.ndarray], int]:
+    """The embedding detector's benign reference (mean, precision) from at most
+    `max_sentences` sentences of the lm split — the detector's own training data, so the
+    calibration and stream scores stay out of sample. Returns (state, sentences used)."""
+    texts = benign_corpus.loc[benign_corpus["split"] == "lm", "text"].tolist()
+    if len(texts) > max_sentences:
+        texts = [texts[i] for i in np.sort(rng.choice(len(texts), size=max_sentences, replace=False))]
+    return detectors.fit_mahalanobis(embed(texts)), len(texts)
+
+
 def score_items(lm: KneserNeyTrigram, benign_corpus: pd.DataFrame, malicious_pool: pd.DataFrame,
-                log: Log) -> pd.DataFrame:
+                detector_names: tuple[str, ...], log: Log, embed: Callable[[list[str]], np.ndarray] | None = None,
+                embedding_reference: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
     """Each detector's score (higher = more suspicious) for every calibration, stream and
     malicious sentence: rows (item_id, role, attack, label, doc_id, detector, score)."""
     benign = benign_corpus[benign_corpus["split"].isin(["calib", "stream"])]
@@ -45,9 +57,15 @@ def score_items(lm: KneserNeyTrigram, benign_corpus: pd.DataFrame, malicious_poo
     ], ignore_index=True)
     items.insert(0, "item_id", np.arange(len(items), dtype=np.int64))
     frames = []
-    for detector in detectors.DETECTORS:
+    for detector in detector_names:
         start = time.monotonic()
-        scores = detectors.score_texts(lm, items["text"].tolist(), detector)
+        if detector in detectors.EMBEDDING_DETECTORS:
+            if embed is None or embedding_reference is None:
+                raise ValueError(f"detector {detector} needs the sentence encoder and its benign reference")
+            scores = detectors.mahalanobis_score(embed(items["text"].tolist()), embedding_reference["mean"],
+                                                 embedding_reference["precision"])
+        else:
+            scores = detectors.score_texts(lm, items["text"].tolist(), detector)
         log(f"{detector}: scored {len(items)} sentences in {time.monotonic() - start:.1f} s")
         frames.append(items.drop(columns="text").assign(detector=detector, score=scores))
     frame = pd.concat(frames, ignore_index=True)
@@ -106,13 +124,14 @@ def run_decisions(streams_frame: pd.DataFrame, benign_density: dict, detector_sc
         calib = np.asarray(benign_density["detectors"][detector]["scores"])
         scores = stream["score"].to_numpy()
         m_true = benchmark.text_oracle_posterior(detector_scores, detector, scenario, scores, params.stream_length)
+        posterior = M.batch_lfdr_posterior(scores, calib, lam=config.lam)
         for alpha in params.alphas:
-            out = benchmark.decide_all(scores, calib, float(alpha), m_true, config)
+            out = benchmark.decide_all(scores, calib, float(alpha), m_true, config, posterior)
             wide = stream[["detector", "scenario", "seed", "t", "label", "attack"]].copy()
             wide["alpha"] = float(alpha)
             for method, trace in out.items():
                 wide[method] = trace["decision"]
-            for method in ("oscs", "oscs_newton"):
+            for method, _, _ in benchmark.OSCS_VARIANTS:
                 wide[f"{method}_m_hat"] = out[method]["m_hat"].astype(np.float32)
                 wide[f"{method}_pi0_hat"] = out[method]["pi0_hat"].astype(np.float32)
             frames.append(wide)
@@ -124,3 +143,37 @@ def gaussian_suite(params: OSCSParams) -> pd.DataFrame:
     g = params.gaussian
     return benchmark.gaussian_suite(list(g.mus), g.pi1, g.stream_length, g.calibration_size, list(g.seeds),
                                     list(params.alphas), oscs_config(params))
+
+
+def oracle_ablation(streams_frame: pd.DataFrame, benign_density: dict, detector_scores: pd.DataFrame,
+                    params: OSCSParams, log: Log) -> pd.DataFrame:
+    """Ablation rows (suite, detector, scenario, mu, seed, alpha, variant, far_selected, tar,
+    pi0_used, n_accepted): OSCS with true π0 / f0 / f swapped in (ablation.VARIANTS), on the
+    stationary text streams of `params.ablation_seeds` and on the Gaussian suite."""
+    config = oscs_config(params)
+    seeds = set(params.ablation_seeds)
+    text = streams_frame[streams_frame["scenario"].isin(streams.STATIONARY_SCENARIOS)
+                         & streams_frame["seed"].isin(seeds)]
+    groups = list(text.groupby(["detector", "scenario", "seed"], sort=True))
+    g = params.gaussian
+    gaussian_cells = [(mu, seed) for mu in g.mus for seed in g.seeds if seed in seeds]
+    progress = Progress(log, len(groups) + len(gaussian_cells), "ablation")
+    rows = []
+    for (detector, scenario, seed), stream in groups:
+        scores = stream["score"].to_numpy(dtype=float)
+        truth = ablation.text_truth(detector_scores, detector, scenario, scores)
+        calib = np.asarray(benign_density["detectors"][detector]["scores"])
+        for alpha in params.alphas:
+            for row in ablation.ablate(scores, stream["label"].to_numpy(), calib, truth, float(alpha), config):
+                rows.append({"suite": "text", "detector": detector, "scenario": scenario, "mu": float("nan"),
+                             "seed": int(seed), "alpha": float(alpha), **row})
+        progress.step(f"{detector}/{scenario}/seed {seed}")
+    for mu, seed in gaussian_cells:
+        scores, labels, calib = M.gaussian_stream(mu, g.pi1, g.stream_length, g.calibration_size, seed)
+        truth = ablation.gaussian_truth(mu, g.pi1)
+        for alpha in params.alphas:
+            for row in ablation.ablate(scores, labels, calib, truth, float(alpha), config):
+                rows.append({"suite": "gaussian", "detector": "gaussian", "scenario": f"mu={mu:g}",
+                             "mu": float(mu), "seed": int(seed), "alpha": float(alpha), **row})
+        progress.step(f"gaussian μ={mu:g}/seed {seed}")
+    return pd.DataFrame(rows)

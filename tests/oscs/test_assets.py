@@ -88,3 +88,25 @@ def test_undirected_scores_are_refused():
                           "score": [1.0, 0.0] * 300, "item_id": range(600)})
     found = checks.scores_finite_and_directed(frame)
     assert not found.passed and "benign median < malicious median" in found.message()
+
+
+def test_ablation_check_names_missing_variants(run):
+    from assets.oscs.definitions import paper
+    from resources.compute import ComputeResource
+
+    params = paper.params(ComputeResource(profile="smoke"))
+    frame = run.value("oracle_ablation")
+    assert checks.ablation_complete(frame, params).passed
+    broken = checks.ablation_complete(frame[frame["variant"] != "true_f0"], params)
+    assert not broken.passed and "lack variants" in broken.message()
+
+
+def test_embedding_reference_that_is_not_positive_definite_is_refused(data_dir):
+    from resources.artifacts import save_checkpoint
+
+    path = data_dir / "oscs" / "checkpoints" / "emb.pt"
+    good = save_checkpoint(path, {"mean": np.zeros(3), "precision": np.eye(3)}, provenance={})
+    assert checks.embedding_reference_valid({**good, "sentences": 3}).passed
+    bad = save_checkpoint(path, {"mean": np.zeros(3), "precision": np.diag([1.0, -1.0, 1.0])}, provenance={})
+    found = checks.embedding_reference_valid({**bad, "sentences": 3})
+    assert not found.passed and "not positive definite" in found.message()
