@@ -1,0 +1,209 @@
+"""A tiny decoder-only transformer, shared by the papers that train small language models
+(flowtracer, hir, ts_layers) — torch only, no Dagster.
+
+Pre-LayerNorm blocks (causal multi-head self-attention, GELU MLP), learned absolute positions.
+What the papers need beyond a plain LM:
+- token inputs (`tokens`, with an LM head) or vector inputs (`vectors`, e.g. time-series
+  patches, through an input projection; no LM head: the caller adds its own);
+- every layer's attention probabilities (B, H, T, S) and hidden states on request;
+- `key_mask` (B, S): keys marked False get exactly zero attention (padding, masked tokens);
+- `keep`: run only these layer indices, in order (a skipped layer is the identity: its residual
+  branches are zero), for layer pruning;
+- a KV cache for incremental decoding, equal to the full forward pass.
+
+Shapes: B batch, T new positions, S = cached + T key positions, d = d_model, H heads.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+@dataclass(frozen=True)
+class TinyLMConfig:
+    """vocab_size > 0: token model with an LM head (tied to the embedding if tie_embeddings);
+    vocab_size == 0: vector model, inputs of size input_dim, outputs the final hidden states."""
+
+    vocab_size: int = 0
+    d_model: int = 64
+    n_heads: int = 4
+    n_layers: int = 4
+    context: int = 128
+    d_ff: int = 0                   # 0 → 4 · d_model
+    input_dim: int = 0              # vector models only
+    tie_embeddings: bool = True
+    dropout: float = 0.0
+
+    def __post_init__(self):
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
+        if (self.vocab_size > 0) == (self.input_dim > 0):
+            raise ValueError("give exactly one of vocab_size (token model) or input_dim (vector model)")
+        if self.n_layers < 1 or self.context < 1:
+            raise ValueError("n_layers and context must be ≥ 1")
+
+    @property
+    def ff(self) -> int:
+        return self.d_ff or 4 * self.d_model
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class LayerCache:
+    """Keys and values of the positions seen so far: (B, H, S, d_head) each."""
+
+    keys: torch.Tensor
+    values: torch.Tensor
+
+
+@dataclass
+class TinyLMOutput:
+    """logits (B, T, V) for token models, else None; hidden: final hidden states (B, T, d);
+    attentions: per *run* layer (B, H, T, S) when requested; hidden_states: the embedding output
+    and each run layer's output (B, T, d) when requested; cache: per layer (None when skipped);
+    layers: the layer indices that ran, in order."""
+
+    logits: torch.Tensor | None
+    hidden: torch.Tensor
+    attentions: list[torch.Tensor] = field(default_factory=list)
+    hidden_states: list[torch.Tensor] = field(default_factory=list)
+    cache: list[LayerCache | None] | None = None
+    layers: list[int] = field(default_factory=list)
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, config: TinyLMConfig):
+        super().__init__()
+        self.n_heads = config.n_heads
+        self.d_head = config.d_model // config.n_heads
+        self.qkv = nn.Linear(config.d_model, 3 * config.d_model)
+        self.out = nn.Linear(config.d_model, config.d_model)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor, allowed: torch.Tensor, cache: LayerCache | None
+                ) -> tuple[torch.Tensor, torch.Tensor, LayerCache]:
+        """x (B, T, d); allowed (B, 1, T, S) bool. Returns (output, probabilities (B, H, T, S), cache)."""
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.n_heads, self.d_head).permute(2, 0, 3, 1, 4)
+        if cache is not None:
+            k = torch.cat([cache.keys, k], dim=2)
+            v = torch.cat([cache.values, v], dim=2)
+        scores = (q @ k.transpose(-1, -2)) / math.sqrt(self.d_head)
+        scores = scores.masked_fill(~allowed, float("-inf"))
+        probs = torch.softmax(scores, dim=-1)
+        # a query with no allowed key (only possible for masked queries) attends to nothing
+        probs = torch.nan_to_num(probs, nan=0.0)
+        mixed = (self.dropout(probs) @ v).transpose(1, 2).reshape(b, t, d)
+        return self.out(mixed), probs, LayerCache(k, v)
+
+
+class Block(nn.Module):
+    def __init__(self, config: TinyLMConfig):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(config.d_model)
+        self.attn = SelfAttention(config)
+        self.ln2 = nn.LayerNorm(config.d_model)
+        self.mlp = nn.Sequential(nn.Linear(config.d_model, config.ff), nn.GELU(),
+                                 nn.Linear(config.ff, config.d_model), nn.Dropout(config.dropout))
+
+    def forward(self, x, allowed, cache):
+        attended, probs, cache = self.attn(self.ln1(x), allowed, cache)
+        x = x + attended
+        return x + self.mlp(self.ln2(x)), probs, cache
+
+
+class TinyLM(nn.Module):
+    """See the module docstring. Deterministic given torch's seed at construction."""
+
+    def __init__(self, config: TinyLMConfig):
+        super().__init__()
+        self.config = config
+        if config.vocab_size:
+            self.embed = nn.Embedding(config.vocab_size, config.d_model)
+        else:
+            self.embed = nn.Linear(config.input_dim, config.d_model)
+        self.position = nn.Embedding(config.context, config.d_model)
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
+        self.ln_f = nn.LayerNorm(config.d_model)
+        self.head = None
+        if config.vocab_size:
+            self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+            if config.tie_embeddings:
+                self.head.weight = self.embed.weight
+        self.apply(self._init)
+
+    @staticmethod
+    def _init(module: nn.Module) -> None:
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, std=0.02)
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                nn.init.zeros_(module.bias)
+
+    def n_parameters(self, layers: list[int] | None = None) -> int:
+        """Parameters used when only `layers` run (all by default); tied weights counted once."""
+        used = set(range(self.config.n_layers) if layers is None else layers)
+        seen, total = set(), 0
+        for name, p in self.named_parameters():
+            if name.startswith("blocks.") and int(name.split(".")[1]) not in used:
+                continue
+            if id(p) not in seen:
+                seen.add(id(p))
+                total += p.numel()
+        return total
+
+    def forward(self, tokens: torch.Tensor | None = None, vectors: torch.Tensor | None = None, *,
+                key_mask: torch.Tensor | None = None, positions: torch.Tensor | None = None,
+                keep: list[int] | None = None, cache: list[LayerCache | None] | None = None,
+                return_attention: bool = False, return_hidden: bool = False, use_cache: bool = False
+                ) -> TinyLMOutput:
+        """tokens (B, T) long or vectors (B, T, input_dim); key_mask (B, S) bool over every key
+        position (cached + new; True = may be attended to); positions (B, T) long (default:
+        past length + arange(T)); keep: layer indices to run (default all, must be increasing)."""
+        if (tokens is None) == (vectors is None):
+            raise ValueError("pass exactly one of tokens or vectors")
+        x = self.embed(tokens if tokens is not None else vectors)
+        b, t, _ = x.shape
+        past = 0 if not cache else next(c.keys.shape[2] for c in cache if c is not None)
+        s = past + t
+        if s > self.config.context and positions is None:
+            raise ValueError(f"{s} positions exceed the context of {self.config.context}")
+        if positions is None:
+            positions = torch.arange(past, s, device=x.device).expand(b, t)
+        x = x + self.position(positions)
+        layers = list(range(self.config.n_layers)) if keep is None else list(keep)
+        if layers != sorted(set(layers)) or any(not 0 <= i < self.config.n_layers for i in layers):
+            raise ValueError(f"keep must be increasing layer indices in [0, {self.config.n_layers}), got {keep}")
+        causal = torch.ones(t, s, dtype=torch.bool, device=x.device).tril(diagonal=past)
+        allowed = causal[None, None]
+        if key_mask is not None:
+            if key_mask.shape != (b, s):
+                raise ValueError(f"key_mask must be (B, S) = {(b, s)}, got {tuple(key_mask.shape)}")
+            allowed = allowed & key_mask[:, None, None, :].bool()
+        attentions, hidden_states = [], [x] if return_hidden else []
+        new_cache: list[LayerCache | None] = [None] * self.config.n_layers
+        for index in layers:
+            layer_cache = cache[index] if cache else None
+            x, probs, layer_cache = self.blocks[index](x, allowed, layer_cache)
+            new_cache[index] = layer_cache
+            if return_attention:
+                attentions.append(probs)
+            if return_hidden:
+                hidden_states.append(x)
+        hidden = self.ln_f(x)
+        logits = self.head(hidden) if self.head is not None else None
+        return TinyLMOutput(logits, hidden, attentions, hidden_states, new_cache if use_cache else None, layers)
+
+
+def token_logprobs(model: TinyLM, tokens: torch.Tensor, key_mask: torch.Tensor | None = None,
+                   positions: torch.Tensor | None = None, keep: list[int] | None = None) -> torch.Tensor:
+    """log p(tokens[:, t] | tokens[:, :t]) for t ≥ 1: (B, T − 1)."""
+    out = model(tokens[:, :-1], key_mask=None if key_mask is None else key_mask[:, :-1],
+                positions=None if positions is None else positions[:, :-1], keep=keep)
+    return F.log_softmax(out.logits, dim=-1).gather(-1, tokens[:, 1:, None]).squeeze(-1)

@@ -1,0 +1,91 @@
+"""Sampling from a TinyLM with its KV cache — torch only, no Dagster.
+
+Prompts of different lengths are left-padded: `prompt_mask` marks the real tokens, padded
+keys get no attention and positions count only real tokens, so a prompt's continuation does
+not depend on how much padding its batch needed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch.nn import functional as F
+
+from assets.common.tiny_lm.model import TinyLM
+
+
+@dataclass
+class Samples:
+    """tokens (B, P + N): prompt (left-padded) then N sampled tokens; mask (B, P + N): real
+    tokens (prompt tokens, and sampled tokens up to and including the first `eos`);
+    logprobs (B, N): log-probability of each sampled token under the sampling distribution's
+    model (temperature 1 logits); prompt_length P."""
+
+    tokens: torch.Tensor
+    mask: torch.Tensor
+    logprobs: torch.Tensor
+    prompt_length: int
+
+    @property
+    def completion(self) -> torch.Tensor:
+        return self.tokens[:, self.prompt_length:]
+
+    @property
+    def completion_mask(self) -> torch.Tensor:
+        return self.mask[:, self.prompt_length:]
+
+
+def left_pad(prompts: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(tokens (B, P), mask (B, P)) with every prompt right-aligned."""
+    width = max(len(p) for p in prompts)
+    tokens = torch.full((len(prompts), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(prompts), width), dtype=torch.bool)
+    for i, prompt in enumerate(prompts):
+        if prompt:
+            tokens[i, width - len(prompt):] = torch.tensor(prompt, dtype=torch.long)
+            mask[i, width - len(prompt):] = True
+    return tokens, mask
+
+
+def positions_of(mask: torch.Tensor) -> torch.Tensor:
+    """Position of each real token among the real tokens of its row (0 for padding)."""
+    return (mask.long().cumsum(dim=1) - 1).clamp(min=0)
+
+
+@torch.no_grad()
+def generate(model: TinyLM, prompt_tokens: torch.Tensor, prompt_mask: torch.Tensor, max_new: int, *,
+             eos: int | None = None, pad: int = 0, temperature: float = 1.0, greedy: bool = False,
+             generator: torch.Generator | None = None) -> Samples:
+    """Sample `max_new` tokens per row (stopping rows at `eos`: later tokens are `pad` and
+    masked out). Deterministic given `generator`."""
+    b, p = prompt_tokens.shape
+    if p + max_new > model.config.context:
+        raise ValueError(f"prompt {p} + {max_new} new tokens exceed the context {model.config.context}")
+    mask = prompt_mask.bool().clone()
+    positions = positions_of(mask)
+    out = model(prompt_tokens, key_mask=mask, positions=positions, use_cache=True)
+    cache, logits = out.cache, out.logits[:, -1]
+    next_position = positions[:, -1] + mask[:, -1].long()
+    done = torch.zeros(b, dtype=torch.bool)
+    tokens, logps, alive = [], [], []
+    for _ in range(max_new):
+        logp = F.log_softmax(logits.float(), dim=-1)
+        if greedy:
+            choice = logp.argmax(dim=-1)
+        else:
+            probs = torch.softmax(logits.float() / temperature, dim=-1)
+            choice = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+        live = ~done
+        choice = torch.where(live, choice, torch.full_like(choice, pad))
+        tokens.append(choice)
+        logps.append(torch.where(live, logp.gather(-1, choice[:, None]).squeeze(-1), torch.zeros(b)))
+        alive.append(live)
+        if eos is not None:
+            done = done | (choice == eos)
+        mask = torch.cat([mask, live[:, None]], dim=1)
+        out = model(choice[:, None], key_mask=mask, positions=next_position[:, None], cache=cache, use_cache=True)
+        cache, logits = out.cache, out.logits[:, -1]
+        next_position = next_position + live.long()
+    new = torch.stack(tokens, dim=1)
+    return Samples(torch.cat([prompt_tokens, new], dim=1), torch.cat([prompt_mask.bool(), torch.stack(alive, 1)], 1),
+                   torch.stack(logps, dim=1), p)
