@@ -182,3 +182,29 @@ def pytest_itemcollected(item):
         group = "ui"
     if group:
         item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.fixture
+def one_torch_thread():
+    """Torch on one intra-op thread for a test (thousands of tiny ops: 2 threads on 2 shared,
+    loaded cores thrash, 20-50× slower, measured)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def corrupt_saved_checkpoints(monkeypatch, module, name: str = "save_checkpoint") -> None:
+    """Patch `module.<name>` (a save_checkpoint) so every checkpoint it writes gets bytes
+    appended after its sidecar recorded the md5: the reload check must then fail."""
+    real = getattr(module, name)
+
+    def corrupting(path, state, **kwargs):
+        written = real(path, state, **kwargs)
+        with open(path, "ab") as fh:
+            fh.write(b"garbage")
+        return written
+
+    monkeypatch.setattr(module, name, corrupting)

@@ -9,14 +9,6 @@ from assets.common.tiny_lm.grpo import clipped_policy_loss, group_advantages
 from assets.common.tiny_lm.sampling import generate, left_pad
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def lm(**kw) -> TinyLM:
     torch.manual_seed(0)
     return TinyLM(TinyLMConfig(**{"vocab_size": 17, "d_model": 16, "n_heads": 4, "n_layers": 3, "context": 24, **kw}))

@@ -1,0 +1,6 @@
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _one_thread(one_torch_thread):
+    yield
