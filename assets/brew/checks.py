@@ -62,8 +62,12 @@ def human_texts_valid(frame: pd.DataFrame, params: BrewParams) -> Finding:
 
 
 def synonyms_cover(frame: pd.DataFrame, human_texts: pd.DataFrame, lm: dict[str, Any], params: BrewParams) -> Finding:
-    """Pairs are alphabetic in-vocabulary content words and not inflections; they cover
-    enough content tokens of human text, and the largest synonym attack rate is reachable."""
+    """Pairs are alphabetic in-vocabulary content words and not inflections; the table covers
+    enough content tokens of human text; every synonym attack's rate is reachable (within the
+    spec's 1% tolerance, as the realized-rate gate) from the (sub-)table it draws from
+    (data.ATTACK_MIN_COSINE). The stricter sub-tables' content
+    coverage is reported, not bounded: the configured cut exists because the spec's 0.75 cut
+    misses the coverage bound."""
     vocabulary = set(load_ngram_checkpoint(lm).vocab)
     stop = data.stopwords()
     problems = []
@@ -73,17 +77,26 @@ def synonyms_cover(frame: pd.DataFrame, human_texts: pd.DataFrame, lm: dict[str,
     if bad:
         problems.append(f"{len(bad)} pairs are not alphabetic in-vocabulary content words or are "
                         f"inflections, e.g. {bad[:5]}")
-    coverage = data.synonym_coverage([t.split(" ") for t in human_texts["tokens"]], frame, stop)
-    syn_rates = [data.ATTACK_RATES[a] for a in params.attacks if a.startswith("syn")]
+    tokens = [t.split(" ") for t in human_texts["tokens"]]
+    coverage = data.synonym_coverage(tokens, frame, stop)
     if coverage["content_coverage"] < params.min_content_coverage:
         problems.append(f"synonym coverage {coverage['content_coverage']:.3f} of content tokens "
                         f"< {params.min_content_coverage:g}")
-    if syn_rates and coverage["reachable_rate"] < max(syn_rates):
-        problems.append(f"a synonym attack can replace at most {coverage['reachable_rate']:.3f} of all tokens "
-                        f"< target {max(syn_rates):g}")
+    strict = {}
+    for attack in [a for a in params.attacks if a.startswith("syn")]:
+        cut = data.ATTACK_MIN_COSINE.get(attack)
+        cov = coverage if cut is None else data.synonym_coverage(tokens, data.synonym_subtable(frame, cut), stop)
+        if cut is not None:
+            strict[attack] = cov
+        if cov["reachable_rate"] < data.ATTACK_RATES[attack] - RATE_TOLERANCE:
+            problems.append(f"{attack}: a synonym attack can replace at most {cov['reachable_rate']:.3f} of all "
+                            f"tokens < target {data.ATTACK_RATES[attack]:g} - {RATE_TOLERANCE:g}")
+    extra = "".join(f"; {a} (cosine >= {data.ATTACK_MIN_COSINE[a]:g}): content coverage "
+                    f"{c['content_coverage']:.3f}, reachable {c['reachable_rate']:.3f}" for a, c in strict.items())
     return finding(problems, ok=f"{len(frame)} valid pairs; content coverage {coverage['content_coverage']:.3f}, "
-                   f"reachable attack rate {coverage['reachable_rate']:.3f}",
-                   content_coverage=coverage["content_coverage"], reachable_rate=coverage["reachable_rate"])
+                   f"reachable attack rate {coverage['reachable_rate']:.3f}{extra}",
+                   content_coverage=coverage["content_coverage"], reachable_rate=coverage["reachable_rate"],
+                   **{f"{a}_content_coverage": c["content_coverage"] for a, c in strict.items()})
 
 
 def codebook_valid(value: dict[str, Any]) -> Finding:
@@ -147,14 +160,15 @@ def attack_rates(frame: pd.DataFrame) -> Finding:
 
 
 def brew_fpr_bound(frame: pd.DataFrame, codebook: dict[str, Any]) -> Finding:
-    """BREW's human-text FPR (analytic rule) must be consistent with α: the binomial
-    probability of seeing at least that many false accepts under Bin(N, α) must be >= 0.001."""
+    """BREW's human-text FPR (analytic rule, both halves of the human windows: the rule needs
+    no calibration) must be consistent with α: the binomial probability of seeing at least
+    that many false accepts under Bin(N, α) must be >= 0.001."""
     from scipy import stats
 
     alpha = float(codebook["alpha"])
     lines, problems = [], []
     for method in benchmark.BREW_METHODS:
-        sel = frame[(frame["role"] == "human") & (frame["method"] == method)]
+        sel = frame[frame["role"].isin(benchmark.HUMAN_ROLES) & (frame["method"] == method)]
         if sel.empty:
             problems.append(f"{method}: no human detections")
             continue
@@ -179,3 +193,36 @@ def thresholds_valid(frame: pd.DataFrame, params: BrewParams) -> Finding:
     if missing:
         problems.append(f"no threshold for {sorted(missing)}")
     return finding(problems, ok=f"{len(frame)} thresholds at human FPR <= {target:g}")
+
+
+def calibration_disjoint(frame: pd.DataFrame, detections: pd.DataFrame, human_texts: pd.DataFrame) -> Finding:
+    """No leakage between calibration and scoring: every threshold was fitted on exactly the
+    calibration-half windows (fingerprint of their ids), the windows scored for FPR are all
+    evaluation-half windows, and the two sets share no window and no source document."""
+    split = dict(zip(human_texts["text_id"], human_texts["split"]))
+    documents = dict(zip(human_texts["text_id"], human_texts["documents"].str.split(" ")))
+    fit = set(detections.loc[detections["role"] == "human_calibration", "text_id"])
+    held = set(detections.loc[detections["role"] == "human", "text_id"])
+    problems = []
+    if not fit or not held:
+        problems.append(f"{len(fit)} calibration and {len(held)} scored human windows: both halves are needed")
+    shared = sorted(fit & held)
+    if shared:
+        problems.append(f"{len(shared)} windows are both calibration and scored windows, e.g. {shared[:3]}")
+    misfiled = sorted(t for t in fit if split.get(t) != "calibration") + sorted(t for t in held
+                                                                                 if split.get(t) != "evaluation")
+    if misfiled:
+        problems.append(f"{len(misfiled)} human windows sit in the wrong half (or are unknown), e.g. {misfiled[:3]}")
+    fit_docs = {d for t in fit for d in documents.get(t, [])}
+    held_docs = {d for t in held for d in documents.get(t, [])}
+    overlap = sorted(fit_docs & held_docs)
+    if overlap:
+        problems.append(f"{len(overlap)} source documents feed both calibration and scored windows, "
+                        f"e.g. {overlap[:3]}")
+    expected = benchmark.calibration_ids_md5(fit)
+    wrong = frame.loc[frame["calibration_ids_md5"] != expected, "method"].tolist()
+    if wrong:
+        problems.append(f"thresholds of {wrong} were not fitted on exactly the calibration windows")
+    return finding(problems, ok=f"thresholds fitted on {len(fit)} calibration windows ({len(fit_docs)} documents), "
+                   f"FPRs scored on {len(held)} other windows ({len(held_docs)} documents); no window or "
+                   "document shared", calibration_windows=len(fit), scored_windows=len(held))

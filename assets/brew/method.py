@@ -16,18 +16,34 @@ delta is added to the logits of G^{c_b(i)}_t. KGW favours G1 always; MPAC-lite f
 G^{m_j} with j = hash(key, prev) mod k.
 
 Detection (BREW, the *inferred* rule of the spec; every knob is configurable):
-  for each shift s in [-S, S]: blocks b_s(i) = ((i - s) // L) mod n;
-  (i)  estimation set E (even offsets in a block for vote_mode="split_half", even codeword
-       copies for "per_copy"): v_b = sum_E (1[g=1] - 1[g=0]); r_b = 1[v_b > 0], ties erased;
-       BCH errors-and-erasures decoding, nearest codeword if it fails → m_hat, c* = Enc(m_hat);
-  (ii) verification set W (the complement), restricted to (prev, token) pairs that occur in
-       neither E nor earlier in W (so their partition bits are fresh coins under H0):
+  sync="per_block" (the method): window shifting re-synchronises every block. The scored
+  tokens are split by received position: E = even positions (estimation), W = odd
+  (verification), so the split does not depend on the alignment being estimated.
+  (i)  blind estimation on E: a received text of T' tokens is cut into J = n · (whole
+       codeword cycles nearest T'/(nL)) windows, window j carrying codeword bit j mod n and
+       anchored at a_j = round(j T'/J) (= jL when the length is unchanged); block votes
+       v_b = sum_{E, window = b mod n} (1[g=1] - 1[g=0]), r_b = 1[v_b > 0], ties erased; BCH
+       errors-and-erasures decoding, nearest codeword if it fails → c1. Window shifting:
+       every boundary moves to u_j = a_j + o_j, |o_j| <= S, to agree best with c1 on E (a
+       dynamic programme; ties keep o_j = 0); the votes over the shifted windows give m_hat,
+       c* = Enc(m_hat).
+  (ii) designated verification on W (restricted to (prev, token) pairs that occur in neither
+       E nor earlier in W, so their partition bits are fresh coins under H0), each W token
+       carrying c* of its shifted window:
        soft: H = #hits of G^{c*_b}; under H0 H ~ Bin(N1, gamma) + Bin(N0, 1 - gamma)
        (N1/N0 = verified tokens whose designated bit is 1/0; = Bin(N, 1/2) at gamma = 1/2);
-       hard: d = #blocks whose W-vote disagrees with c* (ties count as disagreement), and
-       d is stochastically >= Bin(n, 1/2) under H0 (gamma = 1/2).
-  accept iff min_s p_s <= alpha / (2S + 1) (Bonferroni over shifts; soft) or
-  min_s d_s <= tau with (2S+1) P(Bin(n,1/2) <= tau) <= alpha (hard).
+       hard: d = #bits whose W-vote disagrees with c* (ties count as disagreement), d is
+       stochastically >= Bin(n, 1/2) under H0 (gamma = 1/2).
+       The windows and c* are functions of E alone, so the null holds conditionally on them:
+       one test, no correction for the shifts searched. Accept iff p <= alpha (soft) or
+       d <= tau with P(Bin(n,1/2) <= tau) <= alpha (hard).
+  sync="global" (the earlier reading, kept for comparison): one shift s in [-S, S] for the
+  whole text, blocks b_s(i) = ((i - s) // L) mod n, E = even offsets within a block
+  (vote_mode="split_half") or even codeword copies ("per_copy"); stage (ii) at every shift,
+  accept iff min_s p_s <= alpha / (2S + 1) (Bonferroni over shifts; soft) or min_s d_s <= tau
+  with (2S+1) P(Bin(n,1/2) <= tau) <= alpha (hard).
+  For a text of unchanged length (T' = nL) both readings at S = 0 are the same detector
+  (fixed grid, E = even positions, L even).
 """
 from __future__ import annotations
 
@@ -95,6 +111,7 @@ class BrewConfig:
     max_shift: int = 4              # S
     vote_mode: str = "split_half"   # or "per_copy"
     verify_mode: str = "soft"       # or "hard"
+    sync: str = "per_block"         # window shifting per block, or one "global" shift
     min_tokens: int = 64            # fewer scoreable tokens → "not watermarked" (too short)
 
     def __post_init__(self):
@@ -102,6 +119,13 @@ class BrewConfig:
             raise ValueError(f"vote_mode must be split_half or per_copy, got {self.vote_mode!r}")
         if self.verify_mode not in ("soft", "hard"):
             raise ValueError(f"verify_mode must be soft or hard, got {self.verify_mode!r}")
+        if self.sync not in ("per_block", "global"):
+            raise ValueError(f"sync must be per_block or global, got {self.sync!r}")
+        if self.sync == "per_block" and self.vote_mode != "split_half":
+            raise ValueError("per-block re-synchronisation needs vote_mode split_half (the E/W split "
+                             "must not depend on the alignment); use sync='global' for per_copy")
+        if self.sync == "per_block" and self.block_length % 2:
+            raise ValueError("per-block re-synchronisation splits by position parity: block_length must be even")
         if self.verify_mode == "hard" and self.gamma != 0.5:
             raise ValueError("hard verification's Bin(n, 1/2) null needs gamma = 0.5")
         if self.block_length < 2 or self.max_shift < 0:
@@ -300,9 +324,10 @@ def hard_threshold(n: int, alpha: float, tests: int) -> int:
     return int(ok.max()) if ok.size else -1
 
 
-def shift_tests(max_shift: int) -> int:
-    """Number of alignment shifts tried (the Bonferroni factor): 2S + 1."""
-    return 2 * max_shift + 1
+def shift_tests(max_shift: int, sync: str = "global") -> int:
+    """The Bonferroni factor of the verification: 2S + 1 shifts tried on W for a global shift;
+    1 for per-block re-synchronisation (the cut is chosen on E, W is tested once)."""
+    return 2 * max_shift + 1 if sync == "global" else 1
 
 
 def _block_votes(green_bit: np.ndarray, mask: np.ndarray, blocks: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -316,8 +341,9 @@ def _block_votes(green_bit: np.ndarray, mask: np.ndarray, blocks: np.ndarray, n:
 # ----------------------------------------------------------------------------- BREW detector
 def brew_shift_statistics(scored: ScoredText, code: BCHCode, config: BrewConfig,
                           shifts: np.ndarray) -> dict[str, np.ndarray]:
-    """Stage (i) + (ii) at every shift. Returns per-shift arrays: message (int), p_value
-    (soft), disagreements (hard), verified (N), hits, decoded (BCH success)."""
+    """Global-shift reading (sync="global"): stage (i) + (ii) at every shift. Returns
+    per-shift arrays: message (int), p_value (soft), disagreements (hard), verified (N), hits,
+    decoded (BCH success)."""
     n, L = code.n, config.block_length
     positions = np.arange(scored.length)
     words, erasures, masks = [], [], []
@@ -373,7 +399,7 @@ def brew_decide(statistics: dict[str, np.ndarray], code: BCHCode, config: BrewCo
     cover at least [-S, S]. Returns accepted, message, score (higher = more watermarked:
     -log10 of the Bonferroni-adjusted p-value, or -disagreements), best shift."""
     S = config.max_shift if max_shift is None else max_shift
-    tests = shift_tests(S)
+    tests = shift_tests(S, "global")
     within = np.abs(statistics["shift"]) <= S
     idx = np.nonzero(within)[0]
     if config.verify_mode == "soft":
@@ -392,6 +418,143 @@ def brew_decide(statistics: dict[str, np.ndarray], code: BCHCode, config: BrewCo
             "shift": int(statistics["shift"][best])}
 
 
+def shift_order(max_shift: int) -> list[int]:
+    """Window shifts 0, -1, +1, -2, +2, ... up to ±S: the tie-breaking preference (closest to 0)."""
+    out = [0]
+    for d in range(1, max_shift + 1):
+        out += [-d, d]
+    return out
+
+
+def window_count(length: int, block_length: int, n: int) -> int:
+    """J = n · (whole codeword cycles nearest T'/(nL), at least one): the number of block
+    windows a received text of `length` tokens is cut into."""
+    return n * max(1, int(round(length / (n * block_length))))
+
+
+def anchor_bounds(length: int, windows: int) -> np.ndarray:
+    """Expected window boundaries a_j = round(j T' / J), j = 0..J (int64, a_0 = 0, a_J = T'):
+    edits spread over the text shift block j by j (T' - T) / J tokens in expectation. With no
+    length change (T' = J L) this is the fixed grid jL."""
+    return np.round(np.arange(windows + 1) * length / windows).astype(np.int64)
+
+
+def resync_windows(signed: np.ndarray, signs: np.ndarray, anchors: np.ndarray, max_shift: int) -> np.ndarray:
+    """Per-block window shifting: boundaries u_j = a_j + o_j, |o_j| <= S (u_0 = 0 and u_J = T'
+    stay), maximising the designated agreement sum_j signs_j · v_j, v_j = sum of `signed` over
+    window j = [u_j, u_{j+1}) (dynamic programme over the boundaries; windows may not cross).
+
+    signed: (T',) estimation votes (+1 / -1 on E tokens, 0 elsewhere); signs: (J,) +1 / -1,
+    the designated bit of every window; anchors: (J + 1,) from anchor_bounds. Ties keep the
+    shift closest to 0 (so a boundary between two windows of the same bit stays at its
+    anchor). Returns u (J + 1,) int64.
+    """
+    signed = np.asarray(signed, dtype=np.float64)
+    total = int(signed.size)
+    anchors = np.asarray(anchors, dtype=np.int64)
+    J = len(anchors) - 1
+    if max_shift == 0 or J < 2:
+        return anchors.copy()
+    prefix = np.concatenate([[0.0], np.cumsum(signed)])
+    offsets = np.array(shift_order(max_shift))
+    candidates = [np.array([0])] + [np.clip(anchors[j] + offsets, 0, total) for j in range(1, J)] + [np.array([total])]
+    best = np.zeros(1)
+    back = []
+    for j in range(1, J + 1):
+        here, before = candidates[j], candidates[j - 1]
+        gain = float(signs[j - 1]) * (prefix[here][:, None] - prefix[before][None, :])
+        value = np.where(here[:, None] >= before[None, :], best[None, :] + gain, -np.inf)
+        arg = np.argmax(value, axis=1)                        # first maximum: offset closest to 0
+        best = value[np.arange(len(here)), arg]
+        back.append(arg)
+    bounds = np.zeros(J + 1, dtype=np.int64)
+    bounds[J] = total
+    state = 0
+    for j in range(J, 0, -1):
+        state = int(back[j - 1][state])
+        bounds[j - 1] = candidates[j - 1][state]
+    return bounds
+
+
+def window_index(bounds: np.ndarray, length: int) -> np.ndarray:
+    """(T',) int: window of every position under the cut `bounds` (-1 outside [u_0, u_J))."""
+    positions = np.arange(length)
+    index = np.searchsorted(bounds, positions, side="right") - 1
+    return np.where((positions >= bounds[0]) & (positions < bounds[-1]), index, -1)
+
+
+def _estimate(code: BCHCode, signed: np.ndarray, estimation: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Block votes on E over the windows `bounds` (window j votes for bit j mod n), BCH
+    errors-and-erasures decoding, nearest codeword when it fails → (codeword (n,), decoded)."""
+    n = code.n
+    window = window_index(bounds, signed.size)
+    covered = estimation & (window >= 0)
+    votes = np.bincount(window[covered] % n, weights=signed[covered], minlength=n)
+    word, erased = (votes > 0).astype(np.uint8)[None], (votes == 0)[None]
+    decoded = code.decode_with_erasures(word, erased)
+    if decoded["success"][0]:
+        return decoded["codeword"][0], True
+    return code.nearest_codeword(word, erased)["codeword"][0], False
+
+
+def brew_resync_statistics(scored: ScoredText, code: BCHCode, config: BrewConfig,
+                           max_shift: int) -> dict:
+    """Stages (i) and (ii) with per-block re-synchronisation at shift range S = max_shift.
+
+    E = even received positions, W = odd. (i) votes on E over the anchored windows
+    a_j = round(j T'/J) → c1; window shifting: every boundary moves by at most S tokens to
+    agree best with c1 on E (resync_windows); votes on E over the shifted windows → c*.
+    (ii) W tokens (fresh pairs) carry c* of their shifted window. Everything that fixes the
+    windows and c* is a function of E, so under H0 the W statistic keeps its exact null.
+
+    Returns message (int), p_value (soft), disagreements (hard), verified (N), hits, decoded
+    (BCH success), bounds (J + 1,), offsets (J + 1,) = bounds - anchors."""
+    n = code.n
+    length = scored.length
+    positions = np.arange(length)
+    estimation = scored.scoreable & (positions % 2 == 0)
+    verification = scored.scoreable & (positions % 2 == 1)
+    signed = np.where(estimation, 2.0 * scored.green_bit - 1.0, 0.0)
+    J = window_count(length, config.block_length, n)
+    anchors = anchor_bounds(length, J)
+    codeword, decoded = _estimate(code, signed, estimation, anchors)
+    bounds = anchors
+    if max_shift > 0:
+        signs = 2.0 * codeword[np.arange(J) % n] - 1.0
+        bounds = resync_windows(signed, signs, anchors, max_shift)
+        if not np.array_equal(bounds, anchors):
+            codeword, decoded = _estimate(code, signed, estimation, bounds)
+    window = window_index(bounds, length)
+    fresh = first_occurrence(scored.pair[verification], exclude=np.unique(scored.pair[estimation]))
+    idx = np.nonzero(verification)[0][fresh]
+    idx = idx[window[idx] >= 0]
+    bit = window[idx] % n
+    designated = codeword[bit]
+    hit = scored.green_bit[idx] == designated
+    ones = int(designated.sum())
+    w_votes = np.bincount(bit, weights=2.0 * scored.green_bit[idx] - 1.0, minlength=n)
+    agree = np.where(codeword == 1, w_votes > 0, w_votes < 0)
+    return {"message": int(bits_to_message(codeword[: code.k])),
+            "p_value": soft_null_sf(int(hit.sum()), ones, int(idx.size - ones), config.gamma),
+            "disagreements": int(n - agree.sum()), "verified": int(idx.size), "hits": int(hit.sum()),
+            "decoded": bool(decoded), "bounds": bounds, "offsets": bounds - anchors}
+
+
+def brew_resync_decide(statistics: dict, code: BCHCode, config: BrewConfig) -> dict:
+    """Decision of the per-block detector: one test on W (no shift multiplicity). Same keys
+    as brew_decide; "shift" is the largest window shift |u_j - a_j| used."""
+    if config.verify_mode == "soft":
+        p = float(statistics["p_value"])
+        accepted = p <= config.alpha
+        score = float(-np.log10(max(p, 1e-300)))
+    else:
+        tau = hard_threshold(code.n, config.alpha, 1)
+        accepted = int(statistics["disagreements"]) <= tau
+        score = float(-statistics["disagreements"])
+    shift = int(np.abs(statistics["offsets"]).max()) if len(statistics["offsets"]) else 0
+    return {"accepted": bool(accepted), "message": int(statistics["message"]), "score": score, "shift": shift}
+
+
 def not_watermarked(reason: str) -> dict:
     return {"accepted": False, "message": -1, "score": float("-inf"), "shift": 0, "reason": reason}
 
@@ -407,6 +570,9 @@ def brew_detect(ids: np.ndarray, green: np.ndarray, code: BCHCode, config: BrewC
     if config.vote_mode == "per_copy" and scored.length < 2 * code.n * config.block_length:
         return not_watermarked(f"per_copy voting needs >= 2 codeword copies "
                                f"({2 * code.n * config.block_length} tokens), text has {scored.length}")
+    if config.sync == "per_block":
+        statistics = brew_resync_statistics(scored, code, config, config.max_shift)
+        return {**brew_resync_decide(statistics, code, config), "reason": "decided"}
     shifts = np.arange(-config.max_shift, config.max_shift + 1)
     statistics = brew_shift_statistics(scored, code, config, shifts)
     return {**brew_decide(statistics, code, config), "reason": "decided"}

@@ -15,6 +15,7 @@ class BrewParams:
     max_shift: int                  # S: window shifts tried by the main detector
     vote_mode: Literal["split_half", "per_copy"]
     verify_mode: Literal["soft", "hard"]
+    sync: Literal["per_block", "global"]   # window shifting per block (the method) or one global shift
     min_tokens: int                 # fewer scoreable tokens → "not watermarked"
     entropy_min: float              # positions with LM entropy (nats) below this get no bias
     # the LM and its text
@@ -33,9 +34,9 @@ class BrewParams:
     baseline_texts_per_seed: int    # KGW and MPAC positives per seed
     negative_texts_per_seed: int    # unwatermarked and wrong-key negatives per seed
     human_keys_per_seed: int        # keys each human window is screened with
-    human_stride: int               # tokens between human windows
+    human_stride: int               # tokens between human windows (each document-disjoint half)
     min_human_windows: int
-    attacks: tuple[Literal["none", "syn10", "syn20", "ins5", "del5", "copy_paste"], ...]
+    attacks: tuple[Literal["none", "syn10", "syn20", "syn10_cos75", "ins5", "ins5_burst", "del5", "copy_paste"], ...]
     # synonyms
     simlex_min_score: float
     minilm_max_words: int           # vocabulary words embedded with MiniLM

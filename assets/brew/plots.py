@@ -7,7 +7,7 @@ import pandas as pd
 from assets.brew import benchmark as B
 from assets.common.plotting import new_figure, new_grid
 
-ROC_METHODS = ("brew_soft_S4", "brew_hard_S4", "ecc_thr_errors", "ecc_thr_margin", "mpac")
+ROC_METHODS = ("brew_soft_S4", "brew_hard_S4", "brew_global_S4", "ecc_thr_errors", "ecc_thr_margin", "mpac")
 
 
 def roc_curves(scored: pd.DataFrame, attack: str = "syn10"):
@@ -30,8 +30,10 @@ def tpr_by_attack(summary: pd.DataFrame):
     """Pooled exact-message TPR per attack: BREW (analytic rule) vs the baselines at their
     human-calibrated FPR-0.02 thresholds."""
     pos = summary[summary["role"] == "positive"]
-    attacks = [a for a in ("none", "syn10", "syn20", "ins5", "del5", "copy_paste") if a in set(pos["attack"])]
-    methods = [m for m in ("brew_soft_S4", "brew_hard_S4", "ecc_decode", "ecc_thr_errors", "ecc_thr_margin",
+    attacks = [a for a in ("none", "syn10", "syn10_cos75", "syn20", "ins5", "ins5_burst", "del5", "copy_paste")
+               if a in set(pos["attack"])]
+    methods = [m for m in ("brew_soft_S4", "brew_hard_S4", "brew_global_S4", "ecc_decode", "ecc_thr_errors",
+                           "ecc_thr_margin",
                            "kgw", "mpac") if m in set(pos["method"])]
     fig, ax = new_figure(8.0, 4.2)
     width = 0.8 / max(len(methods), 1)
@@ -48,15 +50,18 @@ def tpr_by_attack(summary: pd.DataFrame):
 
 
 def shift_ablation(summary: pd.DataFrame):
-    """BREW TPR vs shift range S for every attack (mean over seeds)."""
-    pos = summary[(summary["role"] == "positive") & summary["method"].str.startswith("brew_soft")]
-    fig, ax = new_figure(5.6, 4.0)
-    for attack, g in pos.groupby("attack"):
-        s = g.assign(S=g["method"].str.rsplit("S", n=1).str[1].astype(int)).groupby("S")["tpr_exact"].mean()
-        ax.plot(s.index, s.values, marker="o", label=attack)
+    """BREW TPR vs shift range S for every attack (mean over seeds): per-block
+    re-synchronisation (solid) and one global shift (dashed)."""
+    fig, ax = new_figure(6.0, 4.2)
+    for prefix, style in (("brew_soft_S", "-"), ("brew_global_S", "--")):
+        pos = summary[(summary["role"] == "positive") & summary["method"].str.startswith(prefix)]
+        for i, (attack, g) in enumerate(pos.groupby("attack")):
+            s = g.assign(S=g["method"].str.rsplit("S", n=1).str[1].astype(int)).groupby("S")["tpr_exact"].mean()
+            ax.plot(s.index, s.values, style, marker="o", color=f"C{i}",
+                    label=f"{attack} ({'per-block' if prefix == 'brew_soft_S' else 'global'})")
     ax.set_xlabel("shift range S (tokens)")
     ax.set_ylabel("TPR (accepted, exact message)")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=6, ncol=2)
     return fig
 
 

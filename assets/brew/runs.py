@@ -24,6 +24,7 @@ from resources.versioning import bytes_md5
 SCHEMES = ("brew", "kgw", "mpac", "unwatermarked", "wrong_key")
 POSITIVE_SCHEMES = ("brew", "kgw", "mpac")
 NEGATIVE_ROLE = {"unwatermarked": "unwatermarked", "wrong_key": "wrong_key"}
+HUMAN_ROLE = {"calibration": "human_calibration", "evaluation": "human"}
 REALISM_ATTACK, REALISM_RATE = "syn10", 0.10
 EXAMPLES = 20                   # synonym substitutions shown in the report
 
@@ -47,7 +48,8 @@ def brew_config(codebook: dict[str, Any]) -> M.BrewConfig:
     return M.BrewConfig(block_length=int(codebook["block_length"]), gamma=float(codebook["gamma"]),
                         delta=float(codebook["delta"]), alpha=float(codebook["alpha"]),
                         max_shift=int(codebook["max_shift"]), vote_mode=codebook["vote_mode"],
-                        verify_mode=codebook["verify_mode"], min_tokens=int(codebook["min_tokens"]))
+                        verify_mode=codebook["verify_mode"], sync=codebook["sync"],
+                        min_tokens=int(codebook["min_tokens"]))
 
 
 def vocab_md5(vocab: list[str]) -> str:
@@ -151,10 +153,14 @@ def codebook(params: BrewParams, lm: KneserNeyTrigram, corpus: pd.DataFrame, see
             for s in params.seeds}
     return {"code": params.code, "n": code.n, "k": code.k, "t": code.t, "block_length": L,
             "text_length": code.n * L, "gamma": gamma, "delta": delta, "alpha": alpha, "max_shift": params.max_shift,
-            "vote_mode": params.vote_mode, "verify_mode": params.verify_mode, "min_tokens": params.min_tokens,
+            "vote_mode": params.vote_mode, "verify_mode": params.verify_mode, "sync": params.sync,
+            "min_tokens": params.min_tokens,
             "keys": keys, "vocab_size": lm.vocab_size, "vocab_md5": vocab_md5(lm.vocab), "dev_hit_rates": dev_rates,
-            "bonferroni_alpha": {str(S): alpha / M.shift_tests(S) for S in benchmark.SHIFT_RANGES},
-            "hard_tau": {str(S): M.hard_threshold(code.n, alpha, M.shift_tests(S)) for S in benchmark.SHIFT_RANGES},
+            # per-block verification is one test; the global-shift reading corrects for 2S + 1 shifts
+            "bonferroni_alpha": {str(S): alpha / M.shift_tests(S, "global") for S in benchmark.SHIFT_RANGES},
+            "hard_tau": {"per_block": M.hard_threshold(code.n, alpha, 1),
+                         **{f"global_S{S}": M.hard_threshold(code.n, alpha, M.shift_tests(S, "global"))
+                            for S in benchmark.SHIFT_RANGES}},
             "ecc_error_threshold": benchmark.analytic_error_threshold(code, alpha),
             "ecc_false_decode": code.false_decode_probability()}
 
@@ -212,8 +218,10 @@ def watermarked_texts(params: BrewParams, lm: KneserNeyTrigram, codebook: dict[s
 def attacked_texts(params: BrewParams, lm: KneserNeyTrigram, watermarked: pd.DataFrame, synonyms: pd.DataFrame,
                    human_texts: pd.DataFrame, corpus: pd.DataFrame, rng_for: RngFn) -> pd.DataFrame:
     """Every positive text after each configured attack (negatives unattacked), with the
-    realized edit rate over its scored tokens."""
-    synonym_map = data.synonym_map(synonyms)
+    realized edit rate over its scored tokens. Synonym attacks named in
+    data.ATTACK_MIN_COSINE draw from the stricter sub-table (SimLex + MiniLM pairs at that cosine)."""
+    synonym_maps = {attack: data.synonym_map(data.synonym_subtable(synonyms, data.ATTACK_MIN_COSINE.get(attack)))
+                    for attack in params.attacks if attack.startswith("syn")}
     words, probs = data.unigram_distribution(corpus[corpus["split"] == "lm"]["text"], lm.vocab[3:])
     human = [t.split(" ") for t in human_texts["tokens"]]
     rows = []
@@ -227,9 +235,11 @@ def attacked_texts(params: BrewParams, lm: KneserNeyTrigram, watermarked: pd.Dat
             if attack == "none":
                 out, edits = tokens, 0
             elif attack.startswith("syn"):
-                out, edits, _ = data.synonym_attack(tokens, rate, synonym_map, rng)
+                out, edits, _ = data.synonym_attack(tokens, rate, synonym_maps[attack], rng)
             elif attack == "ins5":
                 out, edits = data.insertion_attack(tokens, rate, words, probs, rng)
+            elif attack == "ins5_burst":
+                out, edits = data.burst_insertion_attack(tokens, rate, words, probs, rng)
             elif attack == "del5":
                 out, edits = data.deletion_attack(tokens, rate, rng)
             else:
@@ -243,36 +253,45 @@ def attacked_texts(params: BrewParams, lm: KneserNeyTrigram, watermarked: pd.Dat
 def attack_realism(params: BrewParams, watermarked: pd.DataFrame, synonyms: pd.DataFrame, threads: int,
                    rng_for: RngFn) -> dict[str, Any]:
     """MiniLM cosine between original and syn10-attacked sentences of the first BREW texts
-    (the same attack draws as attacked_texts), and example substitutions."""
-    synonym_map = data.synonym_map(synonyms)
+    (the same attack draws as attacked_texts), example substitutions, and the same cosine for
+    every other configured 10% synonym attack (the stricter synonym cut) under "by_attack"."""
     similarity = {(a, b): float(s) for a, b, s in zip(synonyms["word"], synonyms["synonym"], synonyms["similarity"])}
     sample = watermarked[watermarked["scheme"] == "brew"].head(params.realism_texts)
-    pairs, examples = [], []
-    for row in sample.itertuples(index=False):
-        tokens = row.tokens.split(" ")
-        out, _, edits = data.synonym_attack(tokens, REALISM_RATE, synonym_map,
-                                            rng_for("attack", row.text_id, REALISM_ATTACK))
-        pairs += [(a, b) for a, b in zip(data.sentences(tokens), data.sentences(out)) if a != b]
-        for i, old, new in edits:
-            if len(examples) < EXAMPLES:
-                examples.append({"context": " ".join(tokens[max(0, i - 5):i]), "original": old, "substitute": new,
-                                 "word_similarity": round(similarity.get((old, new), float("nan")), 3)})
     encoder = data.load_minilm(threads)
-    cosines = []
-    if encoder is not None and pairs:
-        a = data.embed(encoder, [p[0] for p in pairs])
-        b = data.embed(encoder, [p[1] for p in pairs])
-        cosines = (a * b).sum(axis=1).tolist()
-    return {"mean_sentence_cosine": float(np.mean(cosines)) if cosines else float("nan"),
-            "min_sentence_cosine": float(np.min(cosines)) if cosines else float("nan"),
-            "changed_sentences": len(cosines), "examples": examples}
+    attacks = [REALISM_ATTACK] + [a for a in params.attacks if a.startswith("syn") and a != REALISM_ATTACK
+                                  and data.ATTACK_RATES[a] == REALISM_RATE]
+    by_attack, examples = {}, []
+    for attack in attacks:
+        synonym_map = data.synonym_map(data.synonym_subtable(synonyms, data.ATTACK_MIN_COSINE.get(attack)))
+        pairs = []
+        for row in sample.itertuples(index=False):
+            tokens = row.tokens.split(" ")
+            out, _, edits = data.synonym_attack(tokens, REALISM_RATE, synonym_map,
+                                                rng_for("attack", row.text_id, attack))
+            pairs += [(a, b) for a, b in zip(data.sentences(tokens), data.sentences(out)) if a != b]
+            for i, old, new in edits:
+                if attack == REALISM_ATTACK and len(examples) < EXAMPLES:
+                    examples.append({"context": " ".join(tokens[max(0, i - 5):i]), "original": old,
+                                     "substitute": new,
+                                     "word_similarity": round(similarity.get((old, new), float("nan")), 3)})
+        cosines = []
+        if encoder is not None and pairs:
+            a = data.embed(encoder, [p[0] for p in pairs])
+            b = data.embed(encoder, [p[1] for p in pairs])
+            cosines = (a * b).sum(axis=1).tolist()
+        by_attack[attack] = {"mean_sentence_cosine": float(np.mean(cosines)) if cosines else float("nan"),
+                             "min_sentence_cosine": float(np.min(cosines)) if cosines else float("nan"),
+                             "changed_sentences": len(cosines)}
+    return {**by_attack[REALISM_ATTACK], "examples": examples, "by_attack": by_attack}
 
 
 # ============================================================================ detections
 def detections(lm: KneserNeyTrigram, codebook: dict[str, Any], attacked: pd.DataFrame, human_texts: pd.DataFrame,
                log: Log = _quiet) -> tuple[pd.DataFrame, int]:
     """Every detector on every text: positives with their scheme's methods, negatives and
-    human windows (under each of the seed's null keys) with all methods.
+    human windows (under each of the seed's null keys) with all methods. Human windows of the
+    calibration half get role "human_calibration" (thresholds are fitted there), those of the
+    evaluation half role "human" (every FPR is scored there).
 
     Returns (rows: seed, key_index, text_id, role, scheme, attack, message_true, method,
     accepted, score, message, shift; texts screened)."""
@@ -281,6 +300,7 @@ def detections(lm: KneserNeyTrigram, codebook: dict[str, Any], attacked: pd.Data
     config = brew_config(codebook)
     rows, start, done = [], time.monotonic(), 0
     human_ids = [to_ids(lm, t) for t in human_texts["tokens"]]
+    human_roles = [HUMAN_ROLE[split] for split in human_texts["split"]]
     for seed_key in sorted(codebook["keys"], key=int):
         seed = int(seed_key)
         main_key = key_for(codebook, seed)
@@ -299,9 +319,9 @@ def detections(lm: KneserNeyTrigram, codebook: dict[str, Any], attacked: pd.Data
             if null_key != main_key:
                 green = M.green_matrix(null_key, lm.vocab_size, config.gamma)
                 allocation = M.allocation_table(null_key, lm.vocab_size, code.k)
-            for text_id, ids in zip(human_texts["text_id"], human_ids):
+            for text_id, role, ids in zip(human_texts["text_id"], human_roles, human_ids):
                 for result in benchmark.detect_text(ids, benchmark.METHODS, green, code, config, null_key, allocation):
-                    rows.append({"seed": seed, "key_index": index, "text_id": text_id, "role": "human",
+                    rows.append({"seed": seed, "key_index": index, "text_id": text_id, "role": role,
                                  "scheme": "human", "attack": "none", "message_true": -2, **result})
                 done += 1
         elapsed = time.monotonic() - start

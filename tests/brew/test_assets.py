@@ -40,7 +40,7 @@ def test_smoke_detects_every_role_and_attack(run, params):
     assert (report / "plots" / "roc_syn10.png").stat().st_size > 1000
     assert "How this reproduction differs from the paper" in (report / "REPORT.md").read_text()
     detections = run.value("detections")
-    assert set(detections["role"]) == {"positive", "human", "unwatermarked", "wrong_key"}
+    assert set(detections["role"]) == {"positive", "human", "human_calibration", "unwatermarked", "wrong_key"}
     assert set(detections["attack"]) == set(brew_data.ATTACKS)
     codebook = run.value("codebook")
     assert codebook["delta"] in params.delta_grid and codebook["text_length"] == runs.text_length(params)
@@ -86,8 +86,10 @@ def test_broken_bch_decoder_stops_generation(run, tmp_path, monkeypatch):
 
 # ------------------------------------------------------------------------------ predicates
 def test_fpr_gate_names_the_excess():
-    rows = [{"role": "human", "method": m, "accepted": i < 60} for m in ("brew_soft_S0", "brew_soft_S2",
-            "brew_soft_S4", "brew_soft_S8", "brew_hard_S4") for i in range(500)]
+    from assets.brew import benchmark as brew_benchmark
+
+    rows = [{"role": "human", "method": m, "accepted": i < 60} for m in brew_benchmark.BREW_METHODS
+            for i in range(500)]
     found = checks.brew_fpr_bound(pd.DataFrame(rows), {"alpha": 0.02})
     assert not found.passed and "above α" in found.message() and "brew_soft_S4: FPR 60/500" in found.message()
     clean = pd.DataFrame([dict(r, accepted=r["accepted"] and i % 10 == 0) for i, r in enumerate(rows)])
@@ -122,6 +124,28 @@ def test_thresholds_above_the_target_fpr_are_named(run, params):
     found = checks.thresholds_valid(broken.iloc[:-1], params)
     assert not found.passed and f"realized FPR above target for ['{thresholds.loc[0, 'method']}']" in found.message()
     assert f"no threshold for ['{thresholds['method'].iloc[-1]}']" in found.message()
+
+
+def test_calibration_leakage_is_named(run):
+    thresholds, detections = run.value("calibrated_thresholds"), run.value("detections")
+    windows = run.value("human_texts")
+    assert checks.calibration_disjoint(thresholds, detections, windows).passed
+    # a calibration window scored as well
+    fit_id = detections.loc[detections["role"] == "human_calibration", "text_id"].iloc[0]
+    leaked = pd.concat([detections, detections[detections["text_id"] == fit_id].assign(role="human")])
+    found = checks.calibration_disjoint(thresholds, leaked, windows)
+    assert not found.passed and "both calibration and scored windows" in found.message()
+    # a scored window cut from a calibration document
+    held_id = detections.loc[detections["role"] == "human", "text_id"].iloc[0]
+    shared = windows.copy()
+    fit_doc = shared.loc[shared["text_id"] == fit_id, "documents"].iloc[0].split(" ")[0]
+    shared.loc[shared["text_id"] == held_id, "documents"] += " " + fit_doc
+    found = checks.calibration_disjoint(thresholds, detections, shared)
+    assert not found.passed and "source documents feed both" in found.message()
+    # thresholds fitted on other windows than the calibration half
+    stale = thresholds.assign(calibration_ids_md5="0" * 32)
+    assert "were not fitted on exactly the calibration windows" in checks.calibration_disjoint(
+        stale, detections, windows).message()
 
 
 def test_too_few_human_windows_are_named(run, params):

@@ -26,28 +26,73 @@ def test_analytic_error_threshold_for_bch31():
     assert B.analytic_error_threshold(make_code("bch31_16"), 0.02) == 2
 
 
-def _frame(role, method, accepted, score, message, message_true, attack="none", n=1):
-    return pd.DataFrame({"seed": 0, "key_index": 0, "text_id": [f"{role}{i}" for i in range(n)], "role": role,
-                         "scheme": "brew", "attack": attack, "method": method, "accepted": accepted, "score": score,
-                         "message": message, "message_true": message_true, "shift": 0})
+def _frame(role, method, accepted, score, message, message_true, attack="none", n=1, seed=0, prefix=""):
+    return pd.DataFrame({"seed": seed, "key_index": 0, "text_id": [f"{prefix}{role}{i}" for i in range(n)],
+                         "role": role, "scheme": "brew", "attack": attack, "method": method, "accepted": accepted,
+                         "score": score, "message": message, "message_true": message_true, "shift": 0})
+
+
+def test_calibration_uses_only_the_calibration_half():
+    fit = _frame("human_calibration", "ecc_thr_margin", True, np.arange(100, dtype=float), 1, -2, n=100)
+    held = _frame("human", "ecc_thr_margin", True, np.arange(100, dtype=float) + 50.0, 1, -2, n=100, prefix="e")
+    table = B.calibrate(pd.concat([fit, held], ignore_index=True), 0.02).set_index("method")
+    row = table.loc["ecc_thr_margin"]
+    assert row["human_fpr_at_threshold"] == pytest.approx(0.02) and row["human_trials"] == 100
+    assert row["evaluation_fpr_at_threshold"] == pytest.approx(0.52) and row["evaluation_trials"] == 100
+    assert row["calibration_ids_md5"] == B.calibration_ids_md5(fit["text_id"])
+
+
+def _shift_rows(tprs: dict[str, list[float]], n=120):
+    """ins5 positives per seed: method -> TPR per seed (exact = first round(TPR n) texts)."""
+    rows = []
+    for method, values in tprs.items():
+        for seed, tpr in enumerate(values):
+            exact = np.arange(n) < round(tpr * n)
+            rows.append(_frame("positive", method, exact, 10.0, np.where(exact, 5, 6), 5, "ins5", n=n, seed=seed))
+    return rows
+
+
+def _scored(rows):
+    detections = pd.concat(rows, ignore_index=True)
+    return B.add_calibrated(detections, B.calibrate(detections, 0.02))
+
+
+def _base_rows():
+    rows = [_frame("positive", "brew_soft_S4", True, 10.0, 5, 5, "syn10", n=600),
+            _frame("human", "brew_soft_S4", False, 0.1, 1, -2, n=600),
+            _frame("human", "ecc_decode", np.arange(600) < 90, 1.0, 1, -2, n=600),
+            _frame("human", "ecc_nearest", True, 0.0, 1, -2, n=600)]
+    for m in ("ecc_thr_errors", "ecc_thr_margin"):
+        rows.append(_frame("positive", m, True, 1.0, 5, 5, "syn10", n=600))
+        rows.append(_frame("human_calibration", m, False, np.linspace(0, 0.5, 600), 1, -2, n=600, prefix="c"))
+        rows.append(_frame("human", m, False, np.linspace(0, 0.5, 600), 1, -2, n=600))
+    return rows
 
 
 def test_claims_follow_the_measurements():
     code = make_code("bch31_16")
-    rows = []
-    for S in B.SHIFT_RANGES:
-        rows.append(_frame("positive", f"brew_soft_S{S}", True, 10.0, 5, 5, "ins5", n=600))
-        rows.append(_frame("human", f"brew_soft_S{S}", False, 0.1, 1, -2, n=600))
-    rows.append(_frame("positive", "brew_soft_S4", True, 10.0, 5, 5, "syn10", n=600))
-    rows.append(_frame("human", "ecc_decode", np.arange(600) < 90, 1.0, 1, -2, n=600))
-    rows.append(_frame("human", "ecc_nearest", True, 0.0, 1, -2, n=600))
-    for m in ("ecc_thr_errors", "ecc_thr_margin"):
-        rows.append(_frame("positive", m, True, 1.0, 5, 5, "syn10", n=600))
-        rows.append(_frame("human", m, False, np.linspace(0, 0.5, 600), 1, -2, n=600))
-    detections = pd.concat(rows, ignore_index=True)
-    scored = B.add_calibrated(detections, B.calibrate(detections, 0.02))
-    claims = {c.claim_id: c for c in B.evaluate_claims(scored, code, min_texts=500)}
+    rising = {"brew_soft_S0": [0.10, 0.12, 0.08, 0.11, 0.09], "brew_soft_S2": [0.5] * 5,
+              "brew_soft_S4": [0.80, 0.84, 0.78, 0.82, 0.81], "brew_soft_S8": [0.8] * 5,
+              "brew_global_S4": [0.05] * 5}
+    claims = {c.claim_id: c for c in B.evaluate_claims(_scored(_base_rows() + _shift_rows(rising)), code, 500,
+                                                             seeds="0–4 (5)")}
     assert claims["brew_tpr_syn10"].holds
     assert claims["ecc_high_fpr"].holds                       # 90/600 = 0.15 vs 0.152
+    assert "property of the nearest-codeword" in claims["ecc_high_fpr"].detail
     assert not claims["ecc_threshold_collapse"].holds         # the thresholded extractor kept TPR 1.0
-    assert not claims["shift_helps_insertion"].holds          # flat in S
+    assert claims["shift_helps_insertion"].holds and "paired" in claims["shift_helps_insertion"].measured_value
+    assert claims["resync_vs_global_insertion"].kind == "observation" and claims["resync_vs_global_insertion"].holds
+    assert {c.claim_id for c in claims.values() if c.kind == "observation"} == set(B.OBSERVATIONS)
+    assert all(c.seeds for c in claims.values())
+
+
+@pytest.mark.parametrize("s4", [
+    [0.80, 0.10, 0.80, 0.10, 0.12],          # mean rise, but the paired CI includes 0
+    [0.30, 0.31, 0.29, 0.30, 0.32],          # a clear rise to a TPR that means little (< 0.5)
+])
+def test_shift_claim_needs_a_ci_excluding_zero_and_a_useful_tpr(s4):
+    code = make_code("bch31_16")
+    tprs = {"brew_soft_S0": [0.10, 0.12, 0.08, 0.11, 0.09], "brew_soft_S2": [0.2] * 5, "brew_soft_S4": s4,
+            "brew_soft_S8": [0.3] * 5, "brew_global_S4": [0.05] * 5}
+    claims = {c.claim_id: c for c in B.evaluate_claims(_scored(_base_rows() + _shift_rows(tprs)), code, 500)}
+    assert not claims["shift_helps_insertion"].holds

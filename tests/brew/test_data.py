@@ -29,6 +29,26 @@ def test_human_windows_come_from_heldout_text_only(corpus):
     assert sum(s in " ".join(data.tokenize(lm_text)) for s in snippets) == 0
 
 
+def test_human_windows_halves_share_no_document(corpus):
+    windows = data.human_windows(corpus, 241, 240, seed=3)
+    assert set(windows["split"]) == set(data.HUMAN_SPLITS) and windows["text_id"].is_unique
+    docs = {split: {d for ds in g["documents"] for d in ds.split(" ")} for split, g in windows.groupby("split")}
+    assert docs["calibration"] and docs["evaluation"] and not docs["calibration"] & docs["evaluation"]
+    heldout = set(corpus.loc[corpus["split"] == "heldout", "doc_id"])
+    assert docs["calibration"] | docs["evaluation"] <= heldout
+    sizes = windows["split"].value_counts()
+    assert abs(sizes["calibration"] - sizes["evaluation"]) <= 0.25 * len(windows)     # two halves
+    assert windows.equals(data.human_windows(corpus, 241, 240, seed=3))
+    assert not windows.equals(data.human_windows(corpus, 241, 240, seed=4))
+
+
+def test_strict_synonym_subtable_keeps_simlex_and_high_cosine_pairs():
+    table = pd.DataFrame({"word": ["a", "b", "c"], "synonym": ["x", "y", "z"],
+                          "source": ["simlex", "minilm", "minilm"], "similarity": [0.71, 0.70, 0.80]})
+    assert data.synonym_subtable(table, 0.75)["word"].tolist() == ["a", "c"]
+    assert data.synonym_subtable(table, None).equals(table)
+
+
 def test_inflections_and_filters():
     stop = data.stopwords()
     assert data.is_inflection("year", "years") and data.is_inflection("attack", "attacked")
@@ -65,6 +85,11 @@ def test_insertion_deletion_copy_paste_rates():
     tokens = ["ctx"] + [f"w{i}" for i in range(200)]
     inserted, n = data.insertion_attack(tokens, 0.05, ["a", "b"], np.array([0.5, 0.5]), rng)
     assert n == 10 and len(inserted) == 211 and inserted[0] == "ctx"
+    burst, n = data.burst_insertion_attack(tokens, 0.05, ["a", "b"], np.array([0.5, 0.5]), rng)
+    assert n == 10 and len(burst) == 211 and burst[0] == "ctx"
+    inserted_at = [i for i, t in enumerate(burst) if t in ("a", "b")]
+    runs = 1 + sum(1 for x, y in zip(inserted_at, inserted_at[1:]) if y != x + 1)
+    assert runs <= data.BURSTS and [t for t in burst if t not in ("a", "b")] == tokens   # order kept
     deleted, n = data.deletion_attack(tokens, 0.05, rng)
     assert n == 10 and len(deleted) == 191 and deleted[0] == "ctx"
     human = [["h"] + [f"h{i}" for i in range(300)]]
