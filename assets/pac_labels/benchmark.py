@@ -18,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from assets.common.claims import Claim
+from assets.common.claims import Claim, comparative_claim, observation
 from assets.pac_labels import method as M
 
 METHODS = ("pac", "plugin", "naive", "ai_only", "all_expert")
@@ -203,9 +203,11 @@ def _row(summary: pd.DataFrame, dataset: str, method: str, model: str | None = N
 
 def evaluate_claims(summary: pd.DataFrame, split_study: pd.DataFrame, epsilon: float, alpha: float,
                     paper_status: dict[str, str], violation_limit: float = VIOLATION_LIMIT,
-                    min_save: float = MIN_SAVE, plugin_min: float = PLUGIN_MIN) -> list[Claim]:
+                    min_save: float = MIN_SAVE, plugin_min: float = PLUGIN_MIN,
+                    outcomes: pd.DataFrame | None = None, router_quality: dict[str, dict] | None = None) -> list[Claim]:
     """The issue's claims from measured summaries. paper_status: dataset → "loaded" or the
-    reason it was skipped."""
+    reason it was skipped. outcomes: the per-trial rows (for the router's CI over trials);
+    router_quality: per router partition, how well its uncertainty ranks the routed errors."""
     claims: list[Claim] = []
     pac = summary[summary["method"] == "pac"]
     worst = pac.loc[pac["violation_freq"].idxmax()] if len(pac) else None
@@ -281,20 +283,93 @@ def evaluate_claims(summary: pd.DataFrame, split_study: pd.DataFrame, epsilon: f
         ", ".join(f"{n}: {v:.1%}" for n, v in parts),
         bool(all(np.isfinite(v) and v >= min_save for _, v in parts))))
 
-    router = pac[pac["model"] == "router"]
-    singles = pac[(pac["dataset_id"].isin(router["dataset_id"])) & (pac["model"] != "router")]
-    if len(router) and len(singles):
-        best = singles.loc[singles["cost_mean"].idxmin()]
-        r = router.iloc[0]
-        holds = bool(r["cost_mean"] < best["cost_mean"] and r["violation_freq"] <= violation_limit)
-        measured = (f"router {r['cost_mean']:.3f} vs best single model ({best['model']}) {best['cost_mean']:.3f} "
-                    f"per item; router violation {r['violation_freq']:.3f}")
-    else:
-        holds, measured = False, "router or single-model partitions missing"
-    claims.append(Claim("router_cost",
-                        "The PAC router reaches a lower total cost than the best single model at the same guarantee",
-                        "router cost < best single-model cost", measured, holds))
+    claims.append(router_cost_claim(pac, outcomes, violation_limit))
+    claims.append(router_ablation_observation(pac, router_quality or {}))
     return claims
+
+
+ROUTER = "router"
+OBSERVATIONS = ("router_ablation",)
+
+
+def _is_router(model: str) -> bool:
+    return model == ROUTER or model.startswith(ROUTER + "_")
+
+
+def router_cost_claim(pac: pd.DataFrame, outcomes: pd.DataFrame | None, violation_limit: float) -> Claim:
+    """Router cost < best single-model cost on the router's dataset: paired CI over PAC trials
+    (trial t of each partition; one trained router, so the interval covers the labeling's
+    randomness, not the router's training), and the router's violation frequency within limit."""
+    router = pac[pac["model"] == ROUTER]
+    singles = pac[pac["dataset_id"].isin(router["dataset_id"]) & ~pac["model"].map(_is_router)]
+    claim, paper_value = ("The PAC router reaches a lower total cost than the best single model at the same "
+                          "guarantee"), "router cost < best single-model cost"
+    if router.empty or singles.empty:
+        return Claim("router_cost", claim, paper_value, "router or single-model partitions missing", False)
+    best, r = singles.loc[singles["cost_mean"].idxmin()], router.iloc[0]
+    measured = (f"router {r['cost_mean']:.3f} vs best single model ({best['model']}) {best['cost_mean']:.3f} "
+                f"per item; router violation {r['violation_freq']:.3f}")
+    if outcomes is None:
+        return Claim("router_cost", claim, paper_value, measured, False, detail="no per-trial outcomes")
+
+    def trials(model: str) -> pd.Series:
+        rows = outcomes[(outcomes["dataset_id"] == r["dataset_id"]) & (outcomes["model"] == model)
+                        & (outcomes["ci"] == r["ci"]) & (outcomes["method"] == "pac")]
+        return rows.set_index("trial")["cost"]
+
+    mine, theirs = trials(ROUTER), trials(best["model"])
+    common = sorted(set(mine.index) & set(theirs.index))
+    c = comparative_claim("router_cost", claim, paper_value, [float(mine[t]) for t in common],
+                          [float(theirs[t]) for t in common], expect="less", names=("router", str(best["model"])),
+                          detail=f"pairs: PAC trials t = 0..{len(common) - 1} of each partition (one trained router)")
+    c.holds = bool(c.holds and r["violation_freq"] <= violation_limit)
+    c.measured_value = f"{measured}; {c.measured_value}"
+    c.seeds = f"{len(common)} PAC trials"
+    return c
+
+
+def ranking_auc(score: np.ndarray, positive: np.ndarray) -> float:
+    """P(score of a random positive > score of a random negative) (ties count 1/2); NaN when a
+    class is empty. Here: does the uncertainty rank the AI's errors above its correct labels."""
+    from scipy.stats import rankdata
+
+    score, positive = np.asarray(score, dtype=float), np.asarray(positive, dtype=bool)
+    n_pos, n_neg = int(positive.sum()), int((~positive).sum())
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    ranks = rankdata(score)
+    return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def router_quality(annotations: pd.DataFrame, oracle: pd.DataFrame) -> dict[str, dict]:
+    """Per router partition (evaluation only, after labeling): AI error rate of the routed
+    labels, share routed to each model, and ranking_auc of U against the routed errors."""
+    out = {}
+    rows = annotations[annotations["model"].map(_is_router)]
+    for model, g in rows.groupby("model"):
+        truth = oracle[oracle["dataset_id"] == g["dataset_id"].iloc[0]].set_index("item_id")["y"]
+        wrong = g["yhat"].to_numpy(float) != truth.loc[g["item_id"]].to_numpy(float)
+        out[model] = {"ai_error": float(wrong.mean()), "auc": ranking_auc(g["uncertainty"].to_numpy(), wrong),
+                      "share": g["routed_model"].value_counts(normalize=True).round(3).to_dict()}
+    return out
+
+
+def router_ablation_observation(pac: pd.DataFrame, quality: dict[str, dict]) -> Claim:
+    """Report-only: cost of the router and its ablations (the authors' sigmoid head; the main
+    routing with the routed model's own confidence) and how well each uncertainty ranks errors."""
+    rows = pac[pac["model"].map(_is_router)].sort_values("model")
+    if rows.empty:
+        return observation("router_ablation", "router ablations", "", "no router partition")
+    parts = []
+    for row in rows.itertuples():
+        q = quality.get(row.model, {})
+        auc = f", AUC(U → error) {q['auc']:.3f}" if q.get("auc") is not None and np.isfinite(q["auc"]) else ""
+        parts.append(f"{row.model}: cost {row.cost_mean:.3f}, violation {row.violation_freq:.3f}{auc}")
+    return observation(
+        "router_ablation",
+        "Router ablation: the learned uncertainty (logit head, the spec's gate), the authors' sigmoid head with "
+        "σ(0.1 (s − û)), and the same routing with the routed model's own confidence as U",
+        "the router's uncertainty model is learned [V code]", "; ".join(parts))
 
 
 # ============================================================================ partitions from tables

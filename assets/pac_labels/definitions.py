@@ -24,7 +24,7 @@ import pandas as pd
 
 from assets.common.paper import Paper
 from assets.common.report import markdown_table
-from assets.pac_labels import checks, data, report, runs
+from assets.pac_labels import benchmark, checks, data, report, runs
 from assets.pac_labels.params import PACLabelsParams
 from resources.artifacts import ArtifactsResource, save_checkpoint
 from resources.compute import ComputeResource
@@ -181,11 +181,12 @@ def naive_split_study(context: dg.AssetExecutionContext, compute: ComputeResourc
              "REPORT.md with plots, metrics.json, claims.")
 def benchmark_report(context: dg.AssetExecutionContext, trial_outcomes: pd.DataFrame,
                      calibrated_thresholds: pd.DataFrame, naive_split_study: pd.DataFrame,
+                     ai_annotations: pd.DataFrame, expert_oracle: pd.DataFrame, router: dict,
                      compute: ComputeResource, artifacts: ArtifactsResource) -> dict:
     p = paper.params(compute)
     built = report.build_report(trial_outcomes, calibrated_thresholds, naive_split_study, p,
                                 data.paper_status(_data_dir(compute), p.paper_datasets), compute.profile,
-                                compute.base_seed)
+                                compute.base_seed, ai_annotations, expert_oracle, router)
     return paper.publish(context, compute, artifacts, built)
 
 
@@ -220,4 +221,5 @@ PAPER = paper.define(
     ],
     claims=["violation_control", "paper_stance", "paper_misinfo", "paper_imagenetv2", "paper_alphafold",
             "naive_fails_overconfident", "plugin_violates", "budget_save", "router_cost"],
+    observations=list(benchmark.OBSERVATIONS),
 )

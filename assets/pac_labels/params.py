@@ -97,6 +97,9 @@ class RouterParams:
     batch_size: int
     lr: float
     weight_decay: float
+    head: Literal["logit", "sigmoid"]   # uncertainty score: the MLP's logit (spec), σ(logit) (authors' code)
+    gate_scale: float                   # a in the smoothed gate σ(a (u − û)) (0.1 in spec and code)
+    ablations: tuple[Literal["authors_sigmoid", "routed_confidence"], ...]   # extra routed partitions
 
 
 @dataclass(frozen=True)

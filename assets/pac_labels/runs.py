@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 import numpy as np
@@ -23,6 +23,10 @@ from assets.pac_labels.params import PACLabelsParams
 
 ROUTER_MODEL = "router"
 ROUTER_JITTER_KEY = 0x7AC        # tie-break jitter stream of the routed uncertainties
+# router ablations (each its own partition "router_<name>", same calibration split and PAC settings):
+# authors_sigmoid: the authors' parameterisation, σ on the uncertainty head then σ(0.1 (s − û));
+# routed_confidence: the main router's routing with the routed model's own 1 − confidence as U
+AUTHORS_HEAD, AUTHORS_GATE_SCALE = "sigmoid", 0.1
 
 SeedFn = Callable[..., int]
 Log = Callable[[str], Any]
@@ -129,8 +133,10 @@ def train_router(torch, p: PACLabelsParams, source: pd.DataFrame, ai_models: dic
     """Buy the expert labels of a calibration split, train the router on it, route the rest.
 
     Returns (state_dict of arrays, its config, the router's record: dataset, models, costs,
-    n_classes, calibration item ids, prelabel cost, and the routing of the rest of the pool
-    {item_id, model (index into models), logit (the learned uncertainty, pre-sigmoid)}).
+    n_classes, calibration item ids, prelabel cost, the routing of the rest of the pool
+    {item_id, model (index into models), logit (the learned uncertainty, pre-sigmoid)}, the
+    per-epoch training history (cost, û, gate spread), and the configured ablations' routings
+    {name: {model, uncertainty, history}} on the same calibration split).
     """
     cfg = p.router
     kinds = list(cfg.models)
@@ -145,21 +151,46 @@ def train_router(torch, p: PACLabelsParams, source: pd.DataFrame, ai_models: dic
     y_cal = oracle.buy(calib, M.EXPERT_CALIBRATION)
     n_classes = int(max(yhats.max(), np.nanmax(y_cal)) + 1)
     config = R.RouterConfig(costs=tuple(costs), epsilon=p.epsilon, epochs=cfg.epochs, batch_size=cfg.batch_size,
-                            lr=cfg.lr, weight_decay=cfg.weight_decay)
+                            lr=cfg.lr, weight_decay=cfg.weight_decay, head=cfg.head, gate_scale=cfg.gate_scale)
     start = time.monotonic()
-    state = R.train_router(torch, X[calib], yhats[calib].astype(np.int64), confs[calib], y_cal.astype(np.int64),
-                           n_classes, config, seed, log=log)
+    history: list[dict[str, float]] = []
+    train = (X[calib], yhats[calib].astype(np.int64), confs[calib], y_cal.astype(np.int64))
+    state = R.train_router(torch, *train, n_classes, config, seed, log=log, history=history)
     rest = np.setdiff1d(np.arange(n), calib)
     chosen, _, logits = R.route(torch, state, X[rest], yhats[rest].astype(np.int64), confs[rest], n_classes)
     share = dict(zip(kinds, np.bincount(chosen, minlength=len(kinds)).tolist()))
-    log(f"router trained in {time.monotonic() - start:.1f} s; routed to {share}")
+    log(f"router ({cfg.head} head, gate σ({cfg.gate_scale:g}(u − û))) trained in {time.monotonic() - start:.1f} s; "
+        f"routed to {share}; gate spread per epoch {[h['gate_spread'] for h in history][-3:]}")
+    # in-sample fit: how well the head ranks the routed errors on the labels it was trained on
+    _, fit_label, fit_logit = R.route(torch, state, *train[:3], n_classes)
+    fit_auc = B.ranking_auc(fit_logit, fit_label != train[3])        # NaN (no errors) is stored as None
+    calibration_fit = {"auc": fit_auc if np.isfinite(fit_auc) else None,
+                       "ai_error": float(np.mean(fit_label != train[3]))}
+    ablations: dict[str, dict[str, Any]] = {}
+    for name in cfg.ablations:
+        if name == "authors_sigmoid":
+            authors = replace(config, head=AUTHORS_HEAD, gate_scale=AUTHORS_GATE_SCALE)
+            steps: list[dict[str, float]] = []
+            other = R.train_router(torch, *train, n_classes, authors, seed, history=steps)
+            picked, _, scores = R.route(torch, other, X[rest], yhats[rest].astype(np.int64), confs[rest], n_classes)
+            log(f"ablation {name}: routed to {np.bincount(picked, minlength=len(kinds)).tolist()}; "
+                f"gate spread per epoch {[h['gate_spread'] for h in steps][-3:]}")
+        elif name == "routed_confidence":
+            picked, steps = chosen, []
+            scores = 1.0 - confs[rest][np.arange(len(rest)), chosen]
+        else:
+            raise ValueError(f"pac_labels.router.ablations: unknown ablation {name!r}")
+        ablations[name] = {"model": picked.astype(np.int64).tolist(), "uncertainty": scores.astype(np.float64).tolist(),
+                           "history": steps}
     record = {"dataset": cfg.dataset, "models": kinds, "costs": costs, "n_classes": n_classes,
               "calibration_item_ids": item_ids[calib].tolist(),
               # calibration items: expert label + every model's annotation (the router's inputs)
               "prelabel_cost": float(len(calib) * (1.0 + sum(costs))),
-              "share_per_model": share,
+              "share_per_model": share, "head": cfg.head, "gate_scale": cfg.gate_scale, "history": history,
+              "calibration_fit": calibration_fit,
               "routed": {"item_id": item_ids[rest].tolist(), "model": chosen.astype(np.int64).tolist(),
-                         "logit": logits.astype(np.float64).tolist()}}
+                         "logit": logits.astype(np.float64).tolist()},
+              "ablations": ablations}
     return state, config, record
 
 
@@ -209,22 +240,32 @@ def annotations(p: PACLabelsParams, source: pd.DataFrame, paper: pd.DataFrame, a
 
 def routed_annotations(router: dict[str, Any], model_rows: pd.DataFrame, tie_seed: int) -> pd.DataFrame:
     """The router's annotation rows: the chosen model's Ŷ, confidence 1 − σ(logit), and the
-    logit (+ 1e-5 jitter) as uncertainty — PAC orders items by it (σ saturates in float32)."""
+    logit (+ 1e-5 jitter) as uncertainty — PAC orders items by it (σ saturates in float32).
+    Each ablation adds rows of model "router_<name>": its routing and uncertainty (the authors'
+    head: its logit; routed_confidence: 1 − the routed model's confidence), same jitter stream."""
     item_ids = np.asarray(router["routed"]["item_id"], dtype=np.int64)
-    chosen = np.asarray(router["routed"]["model"], dtype=np.int64)
-    logits = np.asarray(router["routed"]["logit"], dtype=np.float64)
     kinds, costs = list(router["models"]), np.asarray(router["costs"], dtype=float)
     mine = model_rows[model_rows["dataset_id"] == router["dataset"]]
     yhats = np.stack([mine[mine["model"] == k].set_index("item_id").loc[item_ids, "yhat"].to_numpy() for k in kinds], 1)
-    routed = yhats.astype(np.int64)[np.arange(len(item_ids)), chosen].astype(float)
-    jitter = np.random.default_rng(np.random.SeedSequence([int(tie_seed), ROUTER_JITTER_KEY])).normal(
-        0.0, M.TIE_BREAK_JITTER, size=logits.shape)
-    return pd.DataFrame({"dataset_id": router["dataset"], "model": ROUTER_MODEL, "item_id": item_ids,
-                         "yhat": routed, "confidence": 1.0 - R.sigmoid(logits), "uncertainty": logits + jitter,
-                         "loss": "zero_one", "model_cost": costs[chosen],
-                         "routed_model": np.asarray(kinds, dtype=object)[chosen],
-                         "prelabelled": len(router["calibration_item_ids"]),
-                         "prelabel_cost": float(router["prelabel_cost"])})
+    variants = {ROUTER_MODEL: (router["routed"]["model"], router["routed"]["logit"], "logit")}
+    for name, entry in router.get("ablations", {}).items():
+        variants[f"{ROUTER_MODEL}_{name}"] = (entry["model"], entry["uncertainty"],
+                                              "confidence" if name == "routed_confidence" else "logit")
+    frames = []
+    for model, (picked, scores, kind) in variants.items():
+        chosen = np.asarray(picked, dtype=np.int64)
+        scores = np.asarray(scores, dtype=np.float64)
+        routed = yhats.astype(np.int64)[np.arange(len(item_ids)), chosen].astype(float)
+        jitter = np.random.default_rng(np.random.SeedSequence([int(tie_seed), ROUTER_JITTER_KEY])).normal(
+            0.0, M.TIE_BREAK_JITTER, size=scores.shape)
+        confidence = 1.0 - scores if kind == "confidence" else 1.0 - R.sigmoid(scores)
+        frames.append(pd.DataFrame({"dataset_id": router["dataset"], "model": model, "item_id": item_ids,
+                                    "yhat": routed, "confidence": confidence, "uncertainty": scores + jitter,
+                                    "loss": "zero_one", "model_cost": costs[chosen],
+                                    "routed_model": np.asarray(kinds, dtype=object)[chosen],
+                                    "prelabelled": len(router["calibration_item_ids"]),
+                                    "prelabel_cost": float(router["prelabel_cost"])}))
+    return pd.concat(frames, ignore_index=True)
 
 
 # ============================================================================ partitions
@@ -232,7 +273,11 @@ def partition_specs(p: PACLabelsParams, loaded: Sequence[str]) -> list[dict[str,
     """The partitions to label, once: the configured generated ones, then one per paper
     dataset that was loaded (in params order). Records {dataset, model, ci, num_draws,
     label_range} (label_range [lo, hi] or None)."""
-    specs, loaded = [asdict(s) for s in p.partitions], set(loaded)
+    specs, loaded = [], set(loaded)
+    for spec in (asdict(s) for s in p.partitions):
+        specs.append(spec)
+        if spec["model"] == ROUTER_MODEL:          # the router's ablations, labelled the same way
+            specs += [dict(spec, model=f"{ROUTER_MODEL}_{name}") for name in p.router.ablations]
     for name, cfg in p.paper_datasets.items():
         if name in loaded:
             specs.append({"dataset": name, "model": cfg.model, "ci": cfg.ci, "num_draws": cfg.num_draws,

@@ -98,6 +98,13 @@ def test_router_value_carries_its_checkpoint_and_its_rows_are_annotations(in_smo
     assert routed["prelabelled"].eq(len(router["calibration_item_ids"])).all()
     assert not set(routed["item_id"]) & set(router["calibration_item_ids"])
     assert checks.router_loads_back(router, run.value("source_datasets"), run.value("ai_models")).passed
+    assert sidecar["config"]["head"] == params.router.head and len(router["history"]) == params.router.epochs
+    for name in params.router.ablations:     # same items, same calibration split, own uncertainty
+        rows = annotations[annotations["model"] == f"{runs.ROUTER_MODEL}_{name}"]
+        assert rows["item_id"].tolist() == router["routed"]["item_id"]
+        assert rows["prelabel_cost"].eq(router["prelabel_cost"]).all()
+    same_routing = annotations[annotations["model"] == "router_routed_confidence"]
+    assert same_routing["routed_model"].tolist() == routed["routed_model"].tolist()
 
 
 def test_router_that_routes_differently_is_named(in_smoke):
@@ -115,7 +122,12 @@ def test_router_that_routes_differently_is_named(in_smoke):
 # ------------------------------------------------------------------------------ partitions
 def test_partitions_are_the_configured_ones_plus_each_loaded_paper_csv(params):
     configured = runs.partition_specs(params, loaded=[])
-    assert [runs.spec_key(s) for s in configured] == [f"{s.dataset}/{s.model}/{s.ci}" for s in params.partitions]
+    expected = []
+    for s in params.partitions:         # each router partition is followed by its ablations
+        expected.append(f"{s.dataset}/{s.model}/{s.ci}")
+        if s.model == "router":
+            expected += [f"{s.dataset}/router_{a}/{s.ci}" for a in params.router.ablations]
+    assert [runs.spec_key(s) for s in configured] == expected and params.router.ablations
     with_stance = runs.partition_specs(params, loaded=["stance"])
     assert with_stance[:-1] == configured
     assert with_stance[-1] == {"dataset": "stance", "model": "gpt4o", "ci": "wsr", "num_draws": 500,
