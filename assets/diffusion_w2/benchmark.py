@@ -26,7 +26,7 @@ VALIDITY_Z = 3.0           # D2: a bound covers the RMS up to this many MC stand
 SHARP_RATIO = 3.0          # D3: GMM-sup bound / coupling RMS ≤ 3 on the sharpness target
 BLOWUP_FACTOR = 10.0       # D4: general bound grows ≥ 10× from δ = 1e-2 to 1e-4 ...
 LIP_CHANGE = 0.2           # ... while the Lipschitz bound changes ≤ 20 %
-SPEARMAN_MIN = 0.8         # D5: bound ranks the four grids like the simulation (mean Spearman)
+SPEARMAN_MIN = 0.8         # D5: bound ranks the four grids like the simulation (Spearman, every cell)
 
 
 def validity_rows(runs: pd.DataFrame, bounds: pd.DataFrame, z: float = VALIDITY_Z) -> pd.DataFrame:
@@ -189,27 +189,51 @@ def evaluate_claims(empirical: pd.DataFrame, bounds: pd.DataFrame, validity: pd.
         bool(len(pivot) and pivot["sde_below_ode"].all())))
 
     # D5b — the bound ranks the four grids like the simulation
-    rank_rows = []
     sched = emp_b[(emp_b["delta"] == scope.main_delta) & (emp_b["K"] == scope.main_K)
                   & emp_b["target"].isin(scope.ranking_targets)]
-    for key, g in sched.groupby(["target", "process", "sampler", "error_model"]):
+    d5b = grid_ranking_cells(sched)
+    tables["grid_ranking"] = d5b
+    claims.append(grid_ranking_claim(d5b, int(sched["seeds"].max()) if len(sched) else 0))
+    return claims, tables
+
+
+RANKING_CELL = ["target", "process", "sampler", "error_model"]
+
+
+def grid_ranking_cells(sched: pd.DataFrame) -> pd.DataFrame:
+    """D5b per cell (target × process × sampler × error model) with all four grids: Spearman ρ
+    between the GMM-sup bound and the seed-mean coupling RMS over the grids, and whether it
+    reaches SPEARMAN_MIN. sched: empirical rows merged with the bounds (one per grid)."""
+    rows = []
+    for key, g in sched.groupby(RANKING_CELL):
         if g["grid"].nunique() < len(GRIDS):
             continue
         g = g.set_index("grid").loc[list(GRIDS)]
-        rho = float(spearmanr(g["log10_gmm_sup"], g["rms"]).statistic)
-        rank_rows.append({**dict(zip(["target", "process", "sampler", "error_model"], key)), "spearman": rho,
-                          "rms_by_grid": ", ".join(f"{k} {v:.3g}" for k, v in g["rms"].items()),
-                          "bound_by_grid": ", ".join(f"{k} {10 ** v:.3g}" for k, v in g["log10_gmm_sup"].items())})
-    d5b = pd.DataFrame(rank_rows)
-    tables["grid_ranking"] = d5b
-    mean_rho = float(d5b["spearman"].mean()) if len(d5b) else float("nan")
-    claims.append(Claim(
+        # rounded: over 4 grids ρ = 1 − 6Σd²/60 is a multiple of 0.2 (without ties), and scipy returns
+        # one adjacent swap as 0.7999999999999999, which a plain ≥ 0.8 would count as a miss
+        rho = round(float(spearmanr(g["log10_gmm_sup"], g["rms"]).statistic), 12)
+        rows.append({**dict(zip(RANKING_CELL, key)), "spearman": rho,
+                     "rms_by_grid": ", ".join(f"{k} {v:.3g}" for k, v in g["rms"].items()),
+                     "bound_by_grid": ", ".join(f"{k} {10 ** v:.3g}" for k, v in g["log10_gmm_sup"].items())})
+    frame = pd.DataFrame(rows, columns=[*RANKING_CELL, "spearman", "rms_by_grid", "bound_by_grid"])
+    frame["ok"] = frame["spearman"] >= SPEARMAN_MIN
+    return frame
+
+
+def grid_ranking_claim(d5b: pd.DataFrame, seeds: int) -> Claim:
+    """D5b judged per cell: the spec's "Spearman ≥ 0.8" states no fraction of cells, so the
+    claim holds only when every cell reaches it (the mean over cells is shown, never judged)."""
+    failing = ", ".join(f"{r.target}/{r.process}/{r.sampler}/{r.error_model} ρ={r.spearman:.1f}"
+                        for r in d5b[~d5b["ok"]].itertuples())
+    return Claim(
         "grid_ranking",
         "The GMM-sup bound ranks the four time grids (uniform, quadratic, EDM, log-SNR) like the simulated "
-        "coupling RMS (mean Spearman over target × process × sampler × error cells)",
+        f"coupling RMS: Spearman ≥ {SPEARMAN_MIN:g} in every target × process × sampler × error cell",
         f"Spearman ≥ {SPEARMAN_MIN:g}",
         "no rows" if d5b.empty else
-        f"mean Spearman {mean_rho:.2f} over {len(d5b)} cells; ≥ {SPEARMAN_MIN:g} in "
-        f"{int((d5b['spearman'] >= SPEARMAN_MIN).sum())}/{len(d5b)}",
-        bool(len(d5b) and mean_rho >= SPEARMAN_MIN)))
-    return claims, tables
+        f"Spearman ≥ {SPEARMAN_MIN:g} in {int(d5b['ok'].sum())}/{len(d5b)} cells (min {d5b['spearman'].min():.2f}, "
+        f"mean {d5b['spearman'].mean():.2f})",
+        bool(len(d5b) and d5b["ok"].all()),
+        detail="judged per cell (the spec states no fraction of cells); " +
+               (f"below: {failing}" if failing else "every cell agrees"),
+        seeds=f"{seeds} per configuration (seed means of the RMS)")

@@ -220,6 +220,30 @@ def test_claim_thresholds_are_the_spec_pass_criteria():
 
 
 # ------------------------------------------------------------------------------ the gpu code path
+def _ranking_rows(cells: dict[str, list[float]]) -> pd.DataFrame:
+    """sched-like rows: per cell name the coupling RMS on each grid; the bound is 1, 2, 3, 4 (log10)."""
+    from assets.diffusion_w2.processes import GRIDS
+
+    return pd.DataFrame([{"target": name, "process": "vp", "sampler": "sde", "error_model": "e", "grid": grid,
+                          "rms": rms, "log10_gmm_sup": float(rank), "seeds": 3}
+                         for name, values in cells.items() for rank, (grid, rms) in enumerate(zip(GRIDS, values), 1)])
+
+
+def test_grid_ranking_is_judged_per_cell_and_one_adjacent_swap_is_spearman_0_8():
+    agree, one_swap, two_swaps = [1, 2, 3, 4], [2, 1, 3, 4], [2, 1, 4, 3]       # ρ = 1, 0.8 (exactly), 0.6
+    cells = benchmark.grid_ranking_cells(_ranking_rows({"a": agree, "b": one_swap}))
+    assert cells["spearman"].tolist() == [1.0, 0.8] and cells["ok"].all()
+    assert benchmark.grid_ranking_claim(cells, 3).holds
+    # 15 cells agree and one does not: the mean (0.975) is above 0.8, the claim is not
+    many = benchmark.grid_ranking_cells(_ranking_rows({**{f"c{i:02d}": agree for i in range(15)}, "z": two_swaps}))
+    claim = benchmark.grid_ranking_claim(many, 3)
+    assert many["spearman"].mean() > benchmark.SPEARMAN_MIN and not claim.holds
+    assert "in 15/16 cells" in claim.measured_value and "z/vp/sde/e ρ=0.6" in claim.detail
+    assert claim.seeds.startswith("3 per configuration")
+    empty = _ranking_rows({"a": agree}).iloc[:0]
+    assert not benchmark.grid_ranking_claim(benchmark.grid_ranking_cells(empty), 0).holds
+
+
 def test_gpu_profile_path_runs_with_the_torch_backend_on_cpu():
     """The gpu block's code path (torch backend, 16-D/64-D targets, sliced and Gaussian-moment W2,
     backend benchmark) through every table and predicate, at tiny sizes on device "cpu"."""
