@@ -17,7 +17,15 @@ from assets.logit_distill import data as ld_data
 from assets.logit_distill.params import LogitDistillParams
 from resources.artifacts import load_state_dict, save_state_dict
 from resources.profiles import PROFILES, load_params
-from tests.conftest import DATA_DIR_ENV, copy_smoke, materialize_group, outcomes, rerun, smoke_resources_dict
+from tests.conftest import (
+    DATA_DIR_ENV,
+    copy_smoke,
+    corrupt_saved_checkpoints,
+    materialize_group,
+    outcomes,
+    rerun,
+    smoke_resources_dict,
+)
 
 SLUG = "logit_distill"
 TIMING_COLUMNS = {"train_seconds", "samples_per_second", "save_seconds", "step_seconds",
@@ -112,15 +120,7 @@ def test_non_finite_teacher_logit_stops_the_students(run, tmp_path, monkeypatch)
 
 
 def test_checkpoint_that_fails_to_reload_stops_the_teacher_outputs(run, tmp_path, monkeypatch):
-    real = runs.save_checkpoint
-
-    def corrupting(path, state, **kwargs):
-        written = real(path, state, **kwargs)
-        with open(path, "ab") as fh:
-            fh.write(b"garbage")                             # the md5 in the sidecar no longer matches
-        return written
-
-    monkeypatch.setattr(runs, "save_checkpoint", corrupting)
+    corrupt_saved_checkpoints(monkeypatch, runs)       # the md5 in the sidecar no longer matches
     seen = rerun(run, ["teacher_checkpoints", "teacher_outputs"], tmp_path / "data")
     assert seen["checks"]["teachers_load_back"] is False
     assert f"{SLUG}/teacher_outputs" not in seen["assets"]

@@ -18,7 +18,7 @@ from assets.spgcl import checks, runs
 from assets.spgcl import data as spgcl_data
 from assets.spgcl.params import SPGCLParams
 from resources.profiles import PROFILES, load_params
-from tests.conftest import rerun
+from tests.conftest import corrupt_saved_checkpoints, rerun
 
 SLUG = "spgcl"
 
@@ -100,15 +100,7 @@ def test_dim_keep_larger_than_feature_dimension_stops_the_keep_probabilities(run
 
 
 def test_checkpoint_that_fails_to_reload_stops_the_embeddings(run, tmp_path, monkeypatch):
-    real = runs.save_checkpoint
-
-    def corrupting(path, state, **kwargs):
-        written = real(path, state, **kwargs)
-        with open(path, "ab") as fh:
-            fh.write(b"garbage")                             # the md5 in the sidecar no longer matches
-        return written
-
-    monkeypatch.setattr(runs, "save_checkpoint", corrupting)
+    corrupt_saved_checkpoints(monkeypatch, runs)       # the md5 in the sidecar no longer matches
     seen = rerun(run, ["gcl_encoder", "node_embeddings"], tmp_path / "data")
     assert seen["checks"]["checkpoints_load_back"] is False
     assert "does not load" in check_detail(tmp_path / "data", "gcl_encoder", "checkpoints_load_back")
