@@ -19,6 +19,8 @@ PAPERS: dict[str, str] = {
     "diffusion_w2": "assets.diffusion_w2.definitions",
     "viar": "assets.viar.definitions",
     "dream_mpc": "assets.dream_mpc.definitions",
+    "vcot": "assets.vcot.definitions",
+    "pfn_causal": "assets.pfn_causal.definitions",
 }
 
 # external inputs a paper reads when present (relative to the repository root, never
