@@ -299,7 +299,9 @@ def generate(model: NextScaleAR, tokenizer, labels: torch.Tensor, schedule: Sequ
     cache is grouped by iteration: iteration `it` at scale k attends to the K/V that iteration
     `it` produced at earlier scales (training semantics); an iteration beyond what earlier
     scales ran sees only the scales that ran it. teacher_tokens (B, L) force the chosen ids
-    (used to test train/test consistency). Returns {"images" (B, C, H, W), "tokens" (B, L),
+    (used to test train/test consistency). With cfg_scale = 0 the guided logits are the
+    conditional ones, so the unconditional stream is not run (half the work; the calibration's
+    teacher-forced NLL). Returns {"images" (B, C, H, W), "tokens" (B, L),
     "logits" (B, L, V) guided logits, "trace": [(scale k, t, ‖z^{t+1} − z^t‖/‖z^t‖, cosine)] with
     z⁰ = x the injection (conditional half of the batch; only when record=True)}.
     """
@@ -311,8 +313,10 @@ def generate(model: NextScaleAR, tokenizer, labels: torch.Tensor, schedule: Sequ
             raise ValueError("VIAR generation needs a per-scale iteration schedule")
         validate_schedule(schedule, K)
     B = labels.shape[0]
-    cond = model.class_emb(torch.cat([labels, torch.full_like(labels, cfg.num_classes)]))
-    next_x = cond[:, None, :].expand(2 * B, model.first_l, -1) + model.pos_start
+    guided_cfg = cfg_scale != 0.0                       # two streams (cond, uncond) only when guiding
+    streams = torch.cat([labels, torch.full_like(labels, cfg.num_classes)]) if guided_cfg else labels
+    cond = model.class_emb(streams)
+    next_x = cond[:, None, :].expand(len(streams), model.first_l, -1) + model.pos_start
     f_hat = None
     caches: dict = {}
     tokens, all_logits, trace = [], [], []
@@ -341,7 +345,7 @@ def generate(model: NextScaleAR, tokenizer, labels: torch.Tensor, schedule: Sequ
                 caches[("post", i)] = _append(caches.get(("post", i)), kv)
         logits = model.head_logits(x, cond)
         t = cfg_scale * k / max(K - 1, 1)
-        guided = (1 + t) * logits[:B] - t * logits[B:]
+        guided = (1 + t) * logits[:B] - t * logits[B:] if guided_cfg else logits
         if teacher_tokens is not None:
             ids = teacher_tokens[:, start:start + l]
         else:
@@ -354,7 +358,7 @@ def generate(model: NextScaleAR, tokenizer, labels: torch.Tensor, schedule: Sequ
             nxt = F.interpolate(f_hat, size=(cfg.scales[k + 1],) * 2, mode="area") \
                 if cfg.scales[k + 1] != f_hat.shape[-1] else f_hat
             emb = model.word_embed(nxt.flatten(2).transpose(1, 2))
-            next_x = torch.cat([emb, emb], dim=0)
+            next_x = torch.cat([emb, emb], dim=0) if guided_cfg else emb
         start += l
     return {"images": tokenizer.decode_latent(f_hat), "tokens": torch.cat(tokens, 1),
             "logits": torch.cat(all_logits, 1), "trace": trace}

@@ -133,6 +133,7 @@ class VIARRunParams:
     seeds: tuple[int, ...]              # seeds of VAR-d<claim_depth> and VIAR
     ladder_seeds: tuple[int, ...]       # seeds of the other ladder depths
     torch_threads: int                  # cap on torch intra-op threads
+    workers: int                        # processes for independent training/calibration/sampling jobs (1 = in-process)
     claim_depth: int                    # the VAR depth the claims compare against
     ladder_depths: tuple[int, ...]      # further VAR depths (V6 Pareto ladder)
     digits: DatasetParams

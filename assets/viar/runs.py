@@ -37,6 +37,25 @@ def torch_for(compute: Any, p: VIARRunParams, seed: int | None = None):
     return compute.torch(seed, threads=p.torch_threads)
 
 
+def worker_torch(job: dict, seed: int | None = None):
+    """torch configured for one worker job exactly as compute.torch(seed, threads) configures the
+    parent (threads, determinism with the cuBLAS workspace, torch and `random` seeds), so a job
+    gives the same bytes in a spawned worker as in this process."""
+    import os
+    import random
+
+    import torch
+
+    torch.set_num_threads(int(job["threads"]))
+    if job["deterministic"]:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True, warn_only=True)
+    if seed is not None:
+        torch.manual_seed(seed)
+        random.seed(seed)
+    return torch
+
+
 # ------------------------------------------------------------------------------ configs
 def tokenizer_config(p: VIARRunParams, dataset: str):
     from assets.viar.tokenizer import TokenizerConfig
@@ -257,35 +276,83 @@ def viar_runs(p: VIARRunParams) -> list[tuple[str, str, int, int]]:
     return [(dataset, "viar", 0, seed) for dataset in p.datasets for seed in p.seeds]
 
 
+def run_cost(kind: str, depth: int, p: VIARRunParams) -> float:
+    """Relative cost of one training run in block passes per step (for ordering worker jobs
+    longest first): VAR depth; VIAR pre + post blocks plus the mean S-JFB iterations (a no-grad
+    iteration ≈ 1/3 of one with gradient: forward only)."""
+    if kind == "var":
+        return float(depth)
+    v = p.viar
+    return float(v.pre + v.post) + (v.jfb_n / 2) / 3 + (1 + v.jfb_m) / 2
+
+
+def train_job(job: dict) -> dict:
+    """One AR training run, in a spawned worker process or in this one (the same code either
+    way, so the checkpoint does not depend on where it ran). `job`: config (ARConfig dict),
+    run_seed, threads, deterministic, device, arrays tf/tokens/labels, hparams (train_ar's
+    positional optimisation arguments), jfb. Returns the CPU state_dict and train_ar's record."""
+    from assets.viar import model as Mo
+
+    worker_torch(job, int(job["run_seed"]))
+    model = Mo.NextScaleAR(Mo.ARConfig.from_dict(job["config"]))
+    out = Mo.train_ar(model, job["tf"], job["tokens"], job["labels"], *job["hparams"], int(job["run_seed"]),
+                      jfb=job["jfb"], device=job["device"])
+    model.cpu()
+    return {"state": model.state_dict(), **{k: out[k] for k in ("losses", "n_iters", "m_iters", "seconds",
+                                                                  "steps_per_second")}}
+
+
 def train_models(runs: list[tuple[str, str, int, int]], token_pyramids: pd.DataFrame, msvq_tokenizer: dict,
                  p: VIARRunParams, compute: Any, artifacts: Any,
                  log: Log = _quiet) -> tuple[pd.DataFrame, pd.DataFrame]:
     """runs: (dataset, kind, depth, seed). One checkpoint and one row per run; and the
     training wall clock per run (dataset, model, seed, train_seconds, steps_per_second), a run
-    record kept out of the table."""
+    record kept out of the table.
+
+    The runs are independent (each seeds its own generators, one torch thread each), so they
+    go to `compute.workers(len(runs), p.workers)` spawned processes, longest first; the
+    checkpoints and rows are the same bytes whichever process trained them (tested)."""
+    from assets.common.parallel import spawn_imap
     from assets.viar import model as Mo
 
     a, v = p.ar, p.viar
     device = compute.resolved_device()
-    rows, timing, start = [], [], time.monotonic()
-    for index, (dataset, kind, depth, seed) in enumerate(runs, 1):
+    hparams = (int(a.steps), int(a.batch), float(a.lr), float(a.weight_decay), int(a.warmup), float(a.clip),
+               float(a.label_drop))
+    jobs, meta = [], []
+    for dataset, kind, depth, seed in runs:
         tok_cfg = msvq_tokenizer[dataset]["config"]
         cfg = ar_config(p, tok_cfg, dataset, kind, depth)
         tf, tokens, labels = pyramid_arrays(token_pyramids, dataset, "train", int(tok_cfg["cvae"]))
         counts = np.bincount(tokens.ravel(), minlength=cfg.vocab) / tokens.size
         unigram = float(-(counts[counts > 0] * np.log(counts[counts > 0])).sum())
         run_seed = compute.seed_for(SLUG, "ar", dataset, cfg.name, seed)
-        torch = torch_for(compute, p, run_seed)
-        model = Mo.NextScaleAR(cfg)
         jfb = (int(v.jfb_n), int(v.jfb_m)) if kind == "viar" else None
-        out = Mo.train_ar(model, tf, tokens, labels, int(a.steps), int(a.batch), float(a.lr),
-                          float(a.weight_decay), int(a.warmup), float(a.clip), float(a.label_drop),
-                          run_seed, jfb=jfb, log=log, device=device)
-        model.cpu()
+        jobs.append({"config": cfg.to_dict(), "run_seed": run_seed, "threads": compute.torch_threads(p.torch_threads),
+                     "deterministic": bool(compute.deterministic), "device": device, "tf": tf, "tokens": tokens,
+                     "labels": labels, "hparams": hparams, "jfb": jfb})
+        meta.append((dataset, kind, depth, seed, cfg, run_seed, unigram, jfb))
+    order = sorted(range(len(jobs)), key=lambda i: -run_cost(runs[i][1], runs[i][2], p))   # longest first
+    workers = compute.workers(len(jobs), int(p.workers))
+    log(f"training {len(jobs)} runs on {workers} worker process(es), {compute.torch_threads(p.torch_threads)} "
+        f"torch thread(s) each")
+    results: dict[int, dict] = {}
+    start = time.monotonic()
+    for done, (i, out) in enumerate(zip(order, spawn_imap(train_job, [jobs[i] for i in order], workers)), 1):
+        results[i] = out
+        dataset, kind, depth, seed, cfg, run_seed, unigram, _ = meta[i]
+        log(f"[{done}/{len(jobs)}] {dataset}/{cfg.name}/seed {seed}: CE "
+            f"{float(np.mean(out['losses'][-max(1, len(out['losses']) // 10):])):.3f} (unigram {unigram:.3f}), "
+            f"{out['steps_per_second']:.2f} steps/s, {time.monotonic() - start:.0f} s elapsed")
+    rows, timing = [], []
+    for i, (dataset, kind, depth, seed, cfg, run_seed, unigram, jfb) in enumerate(meta):
+        out = results[i]
+        model = Mo.NextScaleAR(cfg)
+        model.load_state_dict(out["state"])
         name = f"{dataset}_{kind}_d{depth}_s{seed}" if kind == "var" else f"{dataset}_viar_p{cfg.pre}_s{seed}"
         path = artifacts.checkpoint_path(SLUG, name)
         final_ce = float(np.mean(out["losses"][-max(1, len(out["losses"]) // 10):]))
-        sidecar = save_state_dict(path, model.state_dict(), {
+        sidecar = save_state_dict(path, out["state"], {
             "config": cfg.to_dict(), "dataset": dataset, "seed": seed, "run_seed": run_seed, "device": device,
             "hparams": {**thaw(a), **(thaw(v) if kind == "viar" else {})}, "final_ce": final_ce,
             **compute.provenance(SLUG)})
@@ -298,63 +365,86 @@ def train_models(runs: list[tuple[str, str, int, int]], token_pyramids: pd.DataF
                      "config_json": json.dumps(cfg.to_dict(), sort_keys=True)})
         timing.append({"dataset": dataset, "model": cfg.name, "seed": int(seed), "train_seconds": out["seconds"],
                        "steps_per_second": out["steps_per_second"]})
-        elapsed = time.monotonic() - start
-        log(f"[{index}/{len(runs)}] {dataset}/{cfg.name}/seed {seed}: CE {final_ce:.3f} "
-            f"(unigram {unigram:.3f}), {out['steps_per_second']:.2f} steps/s, "
-            f"~{elapsed / index * (len(runs) - index):.0f} s left")
-        del torch
     return pd.DataFrame(rows), pd.DataFrame(timing, columns=TRAINING_TIMING)
 
 
 # ------------------------------------------------------------------------------ calibrated schedule
+def calibrate_job(job: dict) -> dict:
+    """One VIAR run's schedule calibration, in a spawned worker or in this process (same code,
+    same result): the greedy per-scale search on the val pyramids (model.calibrate_schedule),
+    then val FCD of the calibrated and the converged schedule. job: checkpoint, tokenizer and
+    classifier entries, reference (the reference_stats entry), tokens/labels (the val subset),
+    labels_gen, candidates, converged, tolerance, cfg, top_p, top_k, gen_seed, device, threads,
+    deterministic, and the row's dataset/model/seed. Returns the iteration_schedule row."""
+    import torch
+
+    from assets.viar import metrics
+    from assets.viar import model as Mo
+
+    worker_torch(job)
+    device = job["device"]
+    model = load_ar(job["checkpoint"]).to(device)
+    tok = load_tokenizer(job["tokenizer"]).to(device)
+    start = time.monotonic()
+    result = Mo.calibrate_schedule(model, tok, torch.from_numpy(job["tokens"]).to(device),
+                                   torch.from_numpy(job["labels"]).to(device), list(job["candidates"]),
+                                   int(job["converged"]), float(job["tolerance"]))
+    converged = [int(job["converged"])] * len(model.cfg.scales)
+    clf = load_classifier(job["classifier"])
+    val_ref = load_reference(job["reference"], "val")
+    val_fcd = {}
+    for name, sched in (("calibrated", result["schedule"]), ("converged", converged)):
+        gen = torch.Generator(device=device).manual_seed(int(job["gen_seed"]))
+        out = Mo.generate(model, tok, torch.from_numpy(job["labels_gen"]).to(device), sched, float(job["cfg"]),
+                          float(job["top_p"]), int(job["top_k"]), gen)
+        feats = metrics.extract(clf, out["images"].cpu().numpy())
+        val_fcd[name] = metrics.fcd(feats["penultimate"], val_ref["penultimate"])
+    row = {"dataset": job["dataset"], "model": job["model"], "seed": int(job["seed"]),
+           "schedule": [int(c) for c in result["schedule"]],
+           "schedule_name": "cal:" + ",".join(str(c) for c in result["schedule"]),
+           "converged_iterations": int(job["converged"]), "tolerance": float(job["tolerance"]),
+           "nll_converged": result["nll_converged"].tolist(),
+           "nll_calibrated": result["nll_calibrated"].tolist(),
+           "nll_total_ratio": float(result["nll_calibrated"].mean() / result["nll_converged"].mean()),
+           "val_fcd_calibrated": val_fcd["calibrated"], "val_fcd_converged": val_fcd["converged"],
+           "flops_calibrated": Mo.sampling_flops(model.cfg, result["schedule"]),
+           "flops_converged": Mo.sampling_flops(model.cfg, converged),
+           "probes": json.dumps(result["probes"])}
+    return {"row": row, "seconds": time.monotonic() - start}
+
+
 def calibrate_schedules(viar_models: pd.DataFrame, token_pyramids: pd.DataFrame, msvq_tokenizer: dict,
                         eval_classifier: dict, reference_stats: dict, p: VIARRunParams, compute: Any,
                         log: Log = _quiet) -> pd.DataFrame:
     """Per VIAR run: the fewest per-scale iterations whose val token NLL is within the tolerance
-    of the converged schedule, with val FCD of calibrated vs converged."""
+    of the converged schedule, with val FCD of calibrated vs converged. The runs are
+    independent, so they go to `compute.workers(len(runs), p.workers)` spawned processes."""
+    from assets.common.parallel import spawn_imap
     from assets.viar import metrics
-    from assets.viar import model as Mo
 
     cal, s = p.calibration, p.sampling
     device = compute.resolved_device()
-    torch = torch_for(compute, p, 0)
-    rows = []
+    torch_for(compute, p, 0)
+    jobs = []
     for row in viar_models.itertuples():
-        model = load_ar(row.checkpoint).to(device)
-        tok = load_tokenizer(msvq_tokenizer[row.dataset]).to(device)
         cvae = int(msvq_tokenizer[row.dataset]["config"]["cvae"])
         _, tokens, labels = pyramid_arrays(token_pyramids, row.dataset, "val", cvae)
         pick = metrics.stratified_subset(labels, int(cal.per_class), compute.seed_for(SLUG, "cal", row.dataset))
-        start = time.monotonic()
-        result = Mo.calibrate_schedule(model, tok, torch.from_numpy(tokens[pick]).to(device),
-                                       torch.from_numpy(labels[pick]).to(device), list(cal.candidates),
-                                       int(cal.converged), float(cal.tolerance))
-        K = len(model.cfg.scales)
-        converged = [int(cal.converged)] * K
-        clf = load_classifier(eval_classifier[row.dataset])
-        val_ref = load_reference(reference_stats[row.dataset], "val")
-        labels_gen = gen_labels(row.dataset, int(cal.per_class))
-        val_fcd = {}
-        for name, sched in (("calibrated", result["schedule"]), ("converged", converged)):
-            gen = torch.Generator(device=device).manual_seed(compute.seed_for(SLUG, "cal-sample", row.seed))
-            out = Mo.generate(model, tok, torch.from_numpy(labels_gen).to(device), sched, float(s.cfg),
-                              float(s.top_p), int(s.top_k), gen)
-            feats = metrics.extract(clf, out["images"].cpu().numpy())
-            val_fcd[name] = metrics.fcd(feats["penultimate"], val_ref["penultimate"])
-        rows.append({"dataset": row.dataset, "model": row.model, "seed": int(row.seed),
-                     "schedule": [int(c) for c in result["schedule"]],
-                     "schedule_name": "cal:" + ",".join(str(c) for c in result["schedule"]),
-                     "converged_iterations": int(cal.converged), "tolerance": float(cal.tolerance),
-                     "nll_converged": result["nll_converged"].tolist(),
-                     "nll_calibrated": result["nll_calibrated"].tolist(),
-                     "nll_total_ratio": float(result["nll_calibrated"].mean() / result["nll_converged"].mean()),
-                     "val_fcd_calibrated": val_fcd["calibrated"], "val_fcd_converged": val_fcd["converged"],
-                     "flops_calibrated": Mo.sampling_flops(model.cfg, result["schedule"]),
-                     "flops_converged": Mo.sampling_flops(model.cfg, converged),
-                     "probes": json.dumps(result["probes"])})
-        log(f"{row.dataset}/seed {row.seed}: calibrated schedule {result['schedule']} "
-            f"(val FCD {val_fcd['calibrated']:.2f} vs converged {val_fcd['converged']:.2f}, "
-            f"{time.monotonic() - start:.1f} s)")
+        jobs.append({"dataset": row.dataset, "model": row.model, "seed": int(row.seed), "checkpoint": row.checkpoint,
+                     "tokenizer": msvq_tokenizer[row.dataset], "classifier": eval_classifier[row.dataset],
+                     "reference": reference_stats[row.dataset], "tokens": tokens[pick], "labels": labels[pick],
+                     "labels_gen": gen_labels(row.dataset, int(cal.per_class)), "candidates": list(cal.candidates),
+                     "converged": int(cal.converged), "tolerance": float(cal.tolerance), "cfg": float(s.cfg),
+                     "top_p": float(s.top_p), "top_k": int(s.top_k),
+                     "gen_seed": compute.seed_for(SLUG, "cal-sample", row.seed), "device": device,
+                     "threads": compute.torch_threads(p.torch_threads), "deterministic": bool(compute.deterministic)})
+    rows = []
+    for out in spawn_imap(calibrate_job, jobs, compute.workers(len(jobs), int(p.workers))):
+        r = out["row"]
+        rows.append(r)
+        log(f"{r['dataset']}/seed {r['seed']}: calibrated schedule {r['schedule']} "
+            f"(val FCD {r['val_fcd_calibrated']:.2f} vs converged {r['val_fcd_converged']:.2f}, "
+            f"{out['seconds']:.1f} s)")
     return pd.DataFrame(rows)
 
 
@@ -377,38 +467,77 @@ def sampling_runs(p: VIARRunParams, var_models: pd.DataFrame, viar_models: pd.Da
     return runs
 
 
+def sample_job(job: dict) -> dict:
+    """One sampling run, in a spawned worker or in this process (same code, same bytes): job
+    holds checkpoint, tokenizer (its asset entry), labels, iterations, cfg, top_p, top_k,
+    gen_seed, device, threads, deterministic. Returns images and tokens (CPU) and the seconds
+    generate took (a run record)."""
+    import torch
+
+    from assets.viar import model as Mo
+
+    worker_torch(job)
+    device = job["device"]
+    model = load_ar(job["checkpoint"]).to(device)
+    tok = load_tokenizer(job["tokenizer"]).to(device)
+    gen = torch.Generator(device=device).manual_seed(int(job["gen_seed"]))
+    t0 = time.perf_counter()
+    out = Mo.generate(model, tok, torch.from_numpy(job["labels"]).to(device), job["iterations"], float(job["cfg"]),
+                      float(job["top_p"]), int(job["top_k"]), gen)
+    seconds = time.perf_counter() - t0
+    return {"images": out["images"].cpu().float(), "tokens": out["tokens"].cpu(), "seconds": seconds,
+            "flops_per_image": Mo.sampling_flops(model.cfg, job["iterations"])}
+
+
+def sampling_cost(run: dict, p: VIARRunParams) -> float:
+    """Relative cost of one sampling run in block passes per token (to order worker jobs
+    longest first): VAR depth; VIAR pre + post plus the mean per-scale iterations (an implicit
+    iteration also runs Proj, ≈ 1.5 blocks)."""
+    if run["kind"] == "var":
+        return float(run["depth"])
+    return float(p.viar.pre + p.viar.post) + 1.5 * float(np.mean(run["iterations"]))
+
+
 def draw_samples(runs: list[dict], msvq_tokenizer: dict, p: VIARRunParams, compute: Any, artifacts: Any,
                  log: Log = _quiet) -> tuple[pd.DataFrame, float]:
-    """(one row per sampling run with its tensor file and FLOPs/image; total sampling seconds)."""
-    from assets.viar import model as Mo
+    """(one row per sampling run with its tensor file and FLOPs/image; total sampling seconds).
+
+    Every run draws from its own seeded generator (common random numbers: every model and
+    schedule of one seed draws from the same stream), so the runs go to
+    `compute.workers(len(runs), p.workers)` spawned processes, longest first; the files
+    are the same bytes whichever process drew them."""
+    from assets.common.parallel import spawn_imap
 
     s = p.sampling
     device = compute.resolved_device()
     torch = torch_for(compute, p, 0)
-    rows, start, total = [], time.monotonic(), 0.0
-    for index, run in enumerate(runs, 1):
-        model = load_ar(run["checkpoint"]).to(device)
-        tok = load_tokenizer(msvq_tokenizer[run["dataset"]]).to(device)
-        labels = gen_labels(run["dataset"], int(s.per_class))
-        # common random numbers: every model and schedule of one seed draws from the same stream
-        gen = torch.Generator(device=device).manual_seed(compute.seed_for(SLUG, "sample", run["dataset"], run["seed"]))
-        t0 = time.perf_counter()
-        out = Mo.generate(model, tok, torch.from_numpy(labels).to(device), run["iterations"], float(s.cfg),
-                          float(s.top_p), int(s.top_k), gen)
-        seconds = time.perf_counter() - t0
-        total += seconds
+    jobs = [{"checkpoint": run["checkpoint"], "tokenizer": msvq_tokenizer[run["dataset"]],
+             "labels": gen_labels(run["dataset"], int(s.per_class)), "iterations": run["iterations"],
+             "cfg": float(s.cfg), "top_p": float(s.top_p), "top_k": int(s.top_k),
+             "gen_seed": compute.seed_for(SLUG, "sample", run["dataset"], run["seed"]), "device": device,
+             "threads": compute.torch_threads(p.torch_threads), "deterministic": bool(compute.deterministic)}
+            for run in runs]
+    order = sorted(range(len(runs)), key=lambda i: -sampling_cost(runs[i], p))
+    workers = compute.workers(len(jobs), int(p.workers))
+    results: dict[int, dict] = {}
+    start = time.monotonic()
+    for done, (i, out) in enumerate(zip(order, spawn_imap(sample_job, [jobs[i] for i in order], workers)), 1):
+        results[i] = out
+        if done % 5 == 0 or done == len(runs):
+            log(f"[{done}/{len(runs)}] sampled {runs[i]['model']} {runs[i]['schedule']} seed {runs[i]['seed']} "
+                f"({out['seconds']:.2f} s; {time.monotonic() - start:.0f} s total, {workers} worker(s))")
+    rows, total = [], 0.0
+    for i, run in enumerate(runs):
+        out, labels = results[i], jobs[i]["labels"]
+        total += out["seconds"]
         name = f"{run['dataset']}_samples_{run['model']}_{run['schedule']}_s{run['seed']}"
         path = artifacts.checkpoint_path(SLUG, name)
-        save_state_dict(path, {"images": out["images"].cpu().float(), "labels": torch.from_numpy(labels),
-                               "tokens": out["tokens"].cpu()},
+        save_state_dict(path, {"images": out["images"], "labels": torch.from_numpy(labels), "tokens": out["tokens"]},
                         {**{k: v for k, v in run.items() if k != "checkpoint"}, "cfg": float(s.cfg),
                          "top_p": float(s.top_p)})
         rows.append({**{k: v for k, v in run.items() if k not in ("checkpoint", "iterations")},
                      "iterations": list(run["iterations"] or []), "samples_ref": data_ref(path),
-                     "n_samples": int(len(labels)), "flops_per_image": Mo.sampling_flops(model.cfg, run["iterations"])})
-        if index % 5 == 0 or index == len(runs):
-            log(f"[{index}/{len(runs)}] sampled {run['model']} {run['schedule']} seed {run['seed']} "
-                f"({seconds:.2f} s; {time.monotonic() - start:.0f} s total)")
+                     "n_samples": int(len(labels)), "flops_per_image": out["flops_per_image"]})
     return pd.DataFrame(rows), total
 
 

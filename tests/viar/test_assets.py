@@ -227,3 +227,51 @@ def test_profile_scales_schedules_and_ladder_fit(profile):
         assert len(viar_model.parse_schedule(name, K)) == K
     assert set(claim_schedules) <= set(p.schedules)
     assert p.claim_depth not in p.ladder_depths
+
+
+# ------------------------------------------------------------------------------ training in worker processes
+def test_training_in_worker_processes_writes_the_same_checkpoints(smoke_data, tmp_path, monkeypatch):
+    """train_models on 2 spawned workers (longest run first) writes byte-identical checkpoints
+    and rows, in run order, to the in-process path the smoke group took."""
+    from resources.artifacts import ArtifactsResource
+    from resources.compute import ComputeResource
+
+    p = typed()
+    chosen = runs.var_runs(p)[:2] + runs.viar_runs(p)[:1]
+    assert ComputeResource(profile="smoke").workers(len(chosen), 2) == 2     # really two processes
+    pyramids, tokenizer = smoke_data.value("token_pyramids"), smoke_data.value("msvq_tokenizer")
+    monkeypatch.setenv("PAPERLAB_DATA_DIR", str(tmp_path / "workers"))
+    frame, timing = runs.train_models(chosen, pyramids, tokenizer, replace(p, workers=2),
+                                      ComputeResource(profile="smoke"), ArtifactsResource())
+    stored = pd.concat([smoke_data.value("var_models"), smoke_data.value("viar_models")])
+    expected = [stored[(stored["dataset"] == d) & (stored["kind"] == k) & (stored["depth"] == depth)
+                       & (stored["seed"] == s)]["md5"].item() for d, k, depth, s in chosen]
+    assert frame["md5"].tolist() == expected
+    assert list(zip(frame["dataset"], frame["kind"], frame["depth"], frame["seed"])) == chosen
+    assert len(timing) == 3 and (timing["train_seconds"] > 0).all()
+
+
+def test_sampling_and_calibration_in_worker_processes_match_the_in_process_run(smoke_data, tmp_path, monkeypatch):
+    """draw_samples and calibrate_schedules on 2 spawned workers give the smoke group's
+    (in-process) sample files byte for byte and the same calibrated schedules."""
+    import shutil
+
+    from resources.artifacts import ArtifactsResource, read_json
+    from resources.compute import ComputeResource
+
+    p, compute = replace(typed(), workers=2), ComputeResource(profile="smoke")
+    assert compute.workers(4, p.workers) == 2                                 # really two processes
+    var, viar, schedule = (smoke_data.value(n) for n in ("var_models", "viar_models", "iteration_schedule"))
+    tokenizer = smoke_data.value("msvq_tokenizer")
+    chosen = [r for r in runs.sampling_runs(p, var, viar, schedule) if r["dataset"] == "digits"][:4]
+    root = tmp_path / "workers"
+    # the checkpoints the workers load, without the smoke run's sample files (written afresh here)
+    shutil.copytree(smoke_data.data_dir / "viar", root / "viar", ignore=shutil.ignore_patterns("*_samples_*"))
+    monkeypatch.setenv("PAPERLAB_DATA_DIR", str(root))
+    frame, _ = runs.draw_samples(chosen, tokenizer, p, compute, ArtifactsResource())
+    assert len(frame) == len(chosen) == 4
+    for ref in frame["samples_ref"]:
+        assert read_json(root / f"{ref}.json")["md5"] == read_json(smoke_data.data_dir / f"{ref}.json")["md5"]
+    cal = runs.calibrate_schedules(viar, smoke_data.value("token_pyramids"), tokenizer,
+                                   smoke_data.value("eval_classifier"), smoke_data.value("reference_stats"), p, compute)
+    pd.testing.assert_frame_equal(cal.reset_index(drop=True), schedule.reset_index(drop=True), check_dtype=False)

@@ -75,6 +75,20 @@ def test_kv_cached_generation_equals_the_teacher_forced_forward(kind, schedule):
     assert torch.equal(out["tokens"], tokens)
 
 
+@pytest.mark.parametrize("kind,schedule", [("var", None), ("viar", [3, 2, 1])])
+def test_unguided_generation_skips_the_unconditional_stream_without_changing_the_result(kind, schedule):
+    """cfg_scale = 0 runs the conditional stream only; a (vanishing) guidance scale runs both
+    streams and must give the same logits and the same sampled tokens."""
+    tok, model = _tokenizer(), _model(kind)
+    _, _, labels = _batch(tok)
+    single = M.generate(model, tok, labels, schedule, 0.0, 0.9, 0, torch.Generator().manual_seed(3), record=True)
+    both = M.generate(model, tok, labels, schedule, 1e-30, 0.9, 0, torch.Generator().manual_seed(3), record=True)
+    assert torch.allclose(single["logits"], both["logits"], atol=1e-6)
+    assert torch.equal(single["tokens"], both["tokens"])
+    assert torch.allclose(single["images"], both["images"], atol=1e-6)
+    assert [t[:2] for t in single["trace"]] == [t[:2] for t in both["trace"]]
+
+
 def test_jfb_keeps_no_graph_through_no_grad_iterations():
     tok, model = _tokenizer(), _model("viar")
     tokens, tf, labels = _batch(tok)
