@@ -15,14 +15,6 @@ from assets.common.pfn.model import InContextTransformer, PFNConfig, count_param
 from assets.common.pfn.train import TrainConfig, relative_loss_drop, stream_rng, train
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 # ------------------------------------------------------------------------------ SCM prior
 def chain_weights() -> tuple[np.ndarray, np.ndarray]:
     """x0 → x1 → x3, x0 → x2 → x3, x1 → x2 (a confounded linear-Gaussian SCM, node 3 = Y)."""

@@ -22,11 +22,8 @@ PRE = P.QuerySpec(size_probs=(0.9, 0.1, 0.0, 0.0))
 
 
 @pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
+def _one_thread(one_torch_thread):
     yield
-    torch.set_num_threads(before)
 
 
 @pytest.mark.parametrize("d", range(2, 11))
