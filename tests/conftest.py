@@ -129,6 +129,14 @@ def smoke(smoke_root):
     return get
 
 
+@pytest.fixture
+def in_smoke_data(run, monkeypatch):
+    """The test module's smoke run (its `run` fixture), with the data-directory variable pointing
+    at it so checkpoint references resolve there."""
+    monkeypatch.setenv(DATA_DIR_ENV, str(run.data_dir))
+    return run
+
+
 def copy_smoke(run: SmokeRun, dest: Path) -> Path:
     """A private copy of a smoke run's data directory (tests may corrupt it)."""
     shutil.copytree(run.data_dir, dest)

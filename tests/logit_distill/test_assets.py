@@ -18,7 +18,6 @@ from assets.logit_distill.params import LogitDistillParams
 from resources.artifacts import load_state_dict, save_state_dict
 from resources.profiles import PROFILES, load_params
 from tests.conftest import (
-    DATA_DIR_ENV,
     copy_smoke,
     corrupt_saved_checkpoints,
     materialize_group,
@@ -35,13 +34,6 @@ TIMING_COLUMNS = {"train_seconds", "samples_per_second", "save_seconds", "step_s
 @pytest.fixture(scope="module")
 def run(smoke):
     return smoke(SLUG)
-
-
-@pytest.fixture
-def in_smoke_data(run, monkeypatch):
-    """Checkpoint references resolve against the smoke run's data directory."""
-    monkeypatch.setenv(DATA_DIR_ENV, str(run.data_dir))
-    return run
 
 
 def typed(profile: str) -> LogitDistillParams:

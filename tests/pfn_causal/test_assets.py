@@ -25,12 +25,6 @@ def run(smoke):
     return smoke(SLUG)
 
 
-@pytest.fixture
-def in_smoke_data(run, monkeypatch):
-    monkeypatch.setenv(DATA_DIR_ENV, str(run.data_dir))
-    return run
-
-
 def typed(profile: str = "smoke", **overrides) -> PFNCausalParams:
     from resources.profiles import deep_merge
 
