@@ -8,8 +8,10 @@
 `make reproduce` uses jobs.reproduce instead, which runs only the papers that changed.
 Runs go to the Dagster instance in $DAGSTER_HOME; when it is unset, the repository's .dagster
 (an absolute path) is used and the command says so, so runs show up in the web UI from any
-shell. Each paper run appends its wall time to data/runs/<slug>/jobs.jsonl (the warehouse's
-`runs` table). Exit status is non-zero when a run fails; red claims are results, not failures.
+shell. Each paper run appends its wall time, its CPU seconds (this process and every step
+process under it) and the load average to data/runs/<slug>/jobs.jsonl (the warehouse's `runs`
+table): on a shared machine, CPU seconds say what a run costs when the wall time cannot.
+Exit status is non-zero when a run fails; red claims are results, not failures.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import argparse
 import datetime as dt
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -27,6 +30,56 @@ DAGSTER_HOME_DEFAULT = REPO_ROOT / ".dagster"
 # Step processes fork from a server that imported the code location once: a spawned step
 # process would spend ~6 s importing every paper before doing anything.
 FORKSERVER = {"config": {"multiprocess": {"start_method": {"forkserver": {"preload_modules": ["jobs.definitions"]}}}}}
+
+
+class CpuMeter:
+    """CPU seconds (user + system) of this process and all its descendants during a `with` block.
+
+    Dagster's step processes are grandchildren (forked from a forkserver), which
+    getrusage(RUSAGE_CHILDREN) and /usr/bin/time never see; this samples the process tree every
+    `interval` seconds and keeps each process's last reading, so a process that ends between two
+    samples loses at most `interval` seconds of CPU (an undercount, never an overcount).
+    """
+
+    def __init__(self, interval: float = 1.0):
+        self.interval = interval
+        self.seen: dict[tuple[int, float], float] = {}
+        self._stop = threading.Event()
+        self.load_start = self.load_end = (0.0, 0.0, 0.0)
+
+    def _sample(self) -> None:
+        import psutil
+
+        me = psutil.Process()
+        for proc in [me, *me.children(recursive=True)]:
+            try:
+                with proc.oneshot():
+                    t = proc.cpu_times()
+                    self.seen[(proc.pid, proc.create_time())] = t.user + t.system
+            except psutil.Error:  # ended meanwhile
+                continue
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample()
+
+    def __enter__(self) -> CpuMeter:
+        self.load_start = os.getloadavg()
+        self._sample()
+        self._base = sum(self.seen.values())
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        self.load_end = os.getloadavg()
+
+    @property
+    def cpu_seconds(self) -> float:
+        return sum(self.seen.values()) - self._base
 
 
 def _job_name(target: str) -> str:
@@ -90,16 +143,20 @@ def execute(target: str, profile: str, dask: str | None = None) -> bool:
     name = _job_name(target)
     started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     start = time.monotonic()
-    with dg.DagsterInstance.get() as instance:
+    with CpuMeter() as meter, dg.DagsterInstance.get() as instance:
         result = dg.execute_job(reconstructable_job(name, dask=bool(dask)), instance=instance,
                                 run_config=run_config(profile, dask), raise_on_error=False)
     took = time.monotonic() - start
     status = "success" if result.success else "failure"
     if target in PAPERS:
         append_job_record(target, {"run_id": result.run_id, "profile": profile, "wall_seconds": round(took, 1),
+                                   "cpu_seconds": round(meter.cpu_seconds, 1),
+                                   "load_start": round(meter.load_start[0], 2),
+                                   "load_end": round(meter.load_end[0], 2),
                                    "status": status, "started_at": started})
-    print(f"=== {name}: {'success' if result.success else 'FAILED'} in {took:.0f} s (run {result.run_id}) ===",
-          flush=True)
+    print(f"=== {name}: {'success' if result.success else 'FAILED'} in {took:.0f} s, "
+          f"{meter.cpu_seconds:.0f} CPU s, load {meter.load_start[0]:.1f} → {meter.load_end[0]:.1f} "
+          f"(run {result.run_id}) ===", flush=True)
     return result.success
 
 

@@ -81,3 +81,14 @@ def test_reproduce_runs_only_changed_papers_and_names_the_rest(data_dir, monkeyp
     assert calls == [("run", "oscs"), ("run", "warehouse")]
     with pytest.raises(SystemExit):
         reproduce.main(["--papers", "nope"])
+
+
+def test_cpu_meter_counts_grandchild_processes():
+    """Dagster's step processes are grandchildren (forkserver): the meter must see their CPU."""
+    from jobs.run import CpuMeter
+
+    burn = "import time\nwhile time.process_time() < 0.6: pass"
+    with CpuMeter(interval=0.05) as meter:   # sh → python: a grandchild of this process
+        subprocess.run(["sh", "-c", f"{sys.executable} -c '{burn}'; sleep 0.2"], check=True, timeout=60)
+    assert 0.45 <= meter.cpu_seconds < 10, meter.cpu_seconds
+    assert all(x >= 0 for x in (*meter.load_start, *meter.load_end))
