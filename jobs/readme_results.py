@@ -59,8 +59,9 @@ def summary_line(claims: pd.DataFrame, profile: str) -> str:
 
 def render(text: str, claims: pd.DataFrame, runs: pd.DataFrame, profile: str) -> str:
     def replace(tag: str, body: str, text: str) -> str:
-        pattern = re.compile(rf"(<!-- results:{tag} -->\n).*?(\n<!-- /results:{tag} -->)", re.S)
-        return pattern.sub(lambda m: m.group(1) + body + m.group(2), text)
+        # an empty block (the two markers on consecutive lines) must match too
+        pattern = re.compile(rf"(<!-- results:{tag} -->\n)(?:.*?\n)?(<!-- /results:{tag} -->)", re.S)
+        return pattern.sub(lambda m: m.group(1) + body + "\n" + m.group(2), text)
 
     text = replace("summary", summary_line(claims, profile), text)
     for slug in PAPERS:

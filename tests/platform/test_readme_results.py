@@ -25,3 +25,13 @@ def test_render_replaces_only_the_generated_blocks():
     assert "| far_control | FAR ≤ α | +0.28 \\| worst | 0–9 (10) | ❌ |" in out
     assert "| trend | p | m | — | report-only |" in out
     assert out.startswith("intro\n") and out.endswith("Why ❌: hand-written.\n") and "stale" not in out
+
+
+def test_render_fills_an_empty_block():
+    """A new paper's block starts as two markers on consecutive lines."""
+    claims = pd.DataFrame([{"paper": "oscs", "claim_id": "b1", "kind": "claim", "paper_value": "p", "holds": True,
+                            "measured_value": "m", "seeds": "0–2 (3)", "profile": "cpu"}])
+    runs = pd.DataFrame([{"paper": "oscs", "profile": "cpu", "status": "success", "wall_seconds": 65.0}])
+    out = render("a\n<!-- results:oscs -->\n<!-- /results:oscs -->\nb\n", claims, runs, "cpu")
+    assert out.startswith("a\n<!-- results:oscs -->\n### oscs — 1/1 hold") and "| b1 | p | m | 0–2 (3) | ✅ |" in out
+    assert out.endswith("| ✅ |\n<!-- /results:oscs -->\nb\n")
