@@ -21,6 +21,9 @@ PAPERS: dict[str, str] = {
     "dream_mpc": "assets.dream_mpc.definitions",
     "vcot": "assets.vcot.definitions",
     "pfn_causal": "assets.pfn_causal.definitions",
+    "hir": "assets.hir.definitions",
+    "ts_layers": "assets.ts_layers.definitions",
+    "fair_selective": "assets.fair_selective.definitions",
 }
 
 # external inputs a paper reads when present (relative to the repository root, never
