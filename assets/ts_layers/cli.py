@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -70,7 +69,7 @@ def prune(values: np.ndarray, p: TSLayersParams, checkpoint: Path, depth: int, t
           out: Path | None, seed: int = 0) -> dict:
     import torch
 
-    from assets.ts_layers.model import compact, forecast
+    from assets.ts_layers.model import compact, forecast_latency_ms
 
     torch.set_num_threads(max(1, p.torch_threads))
     torch.manual_seed(seed)
@@ -98,13 +97,7 @@ def prune(values: np.ndarray, p: TSLayersParams, checkpoint: Path, depth: int, t
     look = torch.from_numpy(test[:1, :p.lookback])
     latency = {}
     for name, m in (("full", full), ("pruned", pruned)):
-        forecast(m, look, p.horizon)
-        times = []
-        for _ in range(p.latency.repeats):
-            t0 = time.perf_counter()
-            forecast(m, look, p.horizon)
-            times.append(time.perf_counter() - t0)
-        latency[name] = float(np.median(times) * 1e3)
+        latency[name] = forecast_latency_ms(m, look, p.horizon, p.latency.repeats, warmup=1)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         torch.save(pruned.state_dict(), out)

@@ -14,8 +14,10 @@ Units: z is unitless (RevIN-normalised); MSE is reported on that scale.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -111,6 +113,19 @@ def forecast(model: PatchForecaster, lookback: torch.Tensor, horizon: int, keep:
             z = z[:, 1:]
     return torch.cat(produced, dim=1).reshape(lookback.shape[0], -1)[:, :horizon]
 
+
+
+def forecast_latency_ms(model: PatchForecaster, lookback: torch.Tensor, horizon: int, repeats: int,
+                        warmup: int) -> float:
+    """Median wall time (ms) of `forecast` over `repeats` timed calls after `warmup` untimed ones."""
+    for _ in range(warmup):
+        forecast(model, lookback, horizon)
+    seconds = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        forecast(model, lookback, horizon)
+        seconds.append(time.perf_counter() - t0)
+    return float(np.median(seconds) * 1e3)
 
 def compact(model: PatchForecaster, keep: list[int]) -> PatchForecaster:
     """A model with only the `keep` blocks (in order), copying every other weight: its

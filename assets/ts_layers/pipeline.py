@@ -262,7 +262,7 @@ def latency(p: TSLayersParams, ckpts: pd.DataFrame, rule: dict, load_state: Call
     `latency.batch_sizes` random look-backs, `repeats` warm repeats, one seed per pruned model."""
     import torch
 
-    from assets.ts_layers.model import compact, flops_per_window, forecast
+    from assets.ts_layers.model import compact, flops_per_window, forecast_latency_ms
 
     torch.set_num_threads(max(1, threads))
     rows = []
@@ -278,14 +278,7 @@ def latency(p: TSLayersParams, ckpts: pd.DataFrame, rule: dict, load_state: Call
             x = torch.randn(batch, p.lookback, generator=torch.Generator().manual_seed(batch))
             times = {}
             for name, model in (("full", full), ("pruned", small)):
-                for _ in range(p.latency.warmup):
-                    forecast(model, x, p.horizon)
-                seconds = []
-                for _ in range(p.latency.repeats):
-                    t0 = time.perf_counter()
-                    forecast(model, x, p.horizon)
-                    seconds.append(time.perf_counter() - t0)
-                times[name] = float(np.median(seconds) * 1e3)
+                times[name] = forecast_latency_ms(model, x, p.horizon, p.latency.repeats, p.latency.warmup)
             config = full.config
             rows.append({"family": m["family"], "depth": m["depth"], "seed": m["seed"], "batch": int(batch),
                          "k": m["k"], "full_ms": times["full"], "pruned_ms": times["pruned"],
