@@ -24,10 +24,13 @@ LENDING_BUCKET_PROBS = ((0.0, 0.1, 0.1, 0.2, 0.3, 0.3, 0.0),     # group 0 (Dela
 LENDING_REPAY = ((0.1, 0.2, 0.45, 0.6, 0.65, 0.7, 0.7),          # group 0 (DelayedImpact)
                  (0.1, 0.1, 0.25, 0.4, 0.75, 0.8, 0.8))          # group 1 (yu2022_hard)
 
-# hiring: P(education | g), P(experience | g) and the logit of P(y | e, x, g)
+# hiring: P(education | g), P(experience | g) and the logit of P(y | e, x, g). The group main
+# effect is −1.4 (it was −0.6): at −0.6 the exact myopic TPR gap was only 0.183 and plain PPO's
+# gap fell to 0.03–0.11 over seeds, so the env failed the premise; −1.4 is the one-knob
+# change that brings the exact myopic gap (0.368) to lending's (0.348). Nothing else moved.
 HIRING_EDUCATION = ((0.10, 0.30, 0.40, 0.20), (0.30, 0.35, 0.25, 0.10))
 HIRING_EXPERIENCE = ((0.10, 0.20, 0.30, 0.25, 0.15), (0.30, 0.30, 0.20, 0.15, 0.05))
-HIRING_LOGIT = {"intercept": -2.0, "education": 0.7, "experience": 0.35, "group": -0.6,
+HIRING_LOGIT = {"intercept": -2.0, "education": 0.7, "experience": 0.35, "group": -1.4,
                 "group_x_experience": 0.45}
 
 
