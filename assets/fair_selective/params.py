@@ -29,7 +29,8 @@ class StaticParams:
 class AgentParams:
     """PPO / A-PPO / SELLF training (spec defaults; lr calibrated on PPO reward, NOTES.md)."""
 
-    grid: Mapping[str, tuple[float, ...]]   # agent kind → β1 values trained (ppo: [0])
+    grid: Mapping[str, tuple[float, ...]]   # agent kind → β1 values trained (ppo: [0]; elbert: bias
+                                            # coefficient; focops: cost limit)
     beta2_grid: tuple[float, ...]   # SELLF's Rényi weights trained (× its β1 grid)
     pocar_beta2: float              # A-PPO's third advantage term
     lr: float
@@ -40,6 +41,8 @@ class AgentParams:
     predictor: str                  # linear | deep
     predictor_steps: int
     history: int                    # past policies in a_K
+    nu_max_grid: tuple[float, ...] = (2.0,)   # FOCOPS's ν_max values trained (× its cost-limit grid)
+    censor: float = 0.25            # SELLF-censored: forced reject where π(x) < censor (reference config)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import pandas as pd
 
 from assets.common.report import Report, markdown_table
 from assets.fair_selective import benchmark, plots
+from assets.fair_selective.agents import GPU_KINDS
 from assets.fair_selective.params import FairSelectiveParams
 
 READING = (
@@ -16,6 +17,13 @@ READING = (
     "ω/2 and the Rényi overlap term. Every number below is the *true* Δ measured by the evaluator over the "
     "sliding window of W decisions in 10 sampled-action evaluation episodes per seed; profits are final "
     "resource − R0. Model selection (β1) used only the observable training Δ and the final resource.")
+GPU_READING = (
+    "The gpu-profile baselines (reference configs): ELBERT-PO regularises the squared gap of the benefit rates "
+    "z_g = Σ a·y / Σ a (accepted rows only: the reference's TPR branch) with bias coefficient β1; FOCOPS "
+    "constrains the episode cost Σ γ_c^t·|Δ_accepted| (identically 0 for TPR, so its multiplier ν stays at 0) "
+    "with cost limit β1 and ν_max β2; SELLF-censored is SELLF whose sampled action is forced to reject where "
+    "π(x) < the censor threshold. ELBERT-PO and FOCOPS see Δ only on accepted rows (the selection rule then "
+    "reduces to the final resource).")
 
 
 def agent_table(table: pd.DataFrame, n_boot: int) -> pd.DataFrame:
@@ -52,7 +60,8 @@ def build_report(estimates: pd.DataFrame, checkpoints: pd.DataFrame, selected: p
         lambda c: ", ".join(f"β=({r['beta1']:g}, {r['beta2']:g}): Δ_obs {r['delta_obs']:.3f}, R {r['resource']:.0f}"
                             for r in json.loads(c))))
     body = "\n\n".join([
-        "## Agents (evaluation, true Δ, TPR)", READING, markdown_table(agents),
+        "## Agents (evaluation, true Δ, TPR)", READING
+        + ("\n\n" + GPU_READING if set(table["agent"]) & set(GPU_KINDS) else ""), markdown_table(agents),
         "## Static estimator study (behaviour logs, batches of W decisions)",
         "Δ_acc is the accepted-rows estimate; err_* are mean |Δ_imp − Δ_true| (err_true_p imputes the true "
         "P(y | x): the label-noise floor of a window of W decisions, evaluator only); "

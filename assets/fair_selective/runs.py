@@ -93,14 +93,26 @@ def fairness_estimates(p: FairSelectiveParams, table: pd.DataFrame, full: pd.Dat
     return pd.concat(frames, ignore_index=True)
 
 
+def beta2_grid(p: FairSelectiveParams, kind: str) -> tuple[float, ...]:
+    """The second grid axis of an agent kind: SELLF's Rényi weight β2, FOCOPS's ν_max, else (0,)."""
+    if kind in ag.SELLF_KINDS:
+        return p.agents.beta2_grid
+    if kind == "focops":
+        return p.agents.nu_max_grid
+    return (0.0,)
+
+
 def agent_config(p: FairSelectiveParams, kind: str, beta1: float, beta2: float = 0.0,
                  total_steps: int | None = None) -> ag.AgentConfig:
+    """β1 is the advantage weight of the A-PPO / SELLF family, ELBERT's bias coefficient and
+    FOCOPS's cost limit; β2 is SELLF's Rényi weight and FOCOPS's ν_max."""
     a = p.agents
-    return ag.AgentConfig(kind=kind, measure=p.measure, beta1=beta1, beta2=beta2 if kind == "sellf" else 0.0,
+    return ag.AgentConfig(kind=kind, measure=p.measure, beta1=beta1,
+                          beta2=beta2 if kind in (*ag.SELLF_KINDS, "focops") else 0.0,
                           pocar_beta2=a.pocar_beta2, omega=p.omega, lr=a.lr,
                           total_steps=total_steps or a.total_steps, n_steps=a.n_steps, batch_size=a.batch_size,
                           epochs=a.epochs, predictor=a.predictor, predictor_steps=a.predictor_steps,
-                          history=a.history)
+                          history=a.history, censor=a.censor if kind == "sellf_censored" else 0.0)
 
 
 def training_jobs(p: FairSelectiveParams, table: pd.DataFrame, pools: pd.DataFrame, seed_for: Callable) -> list[dict]:
@@ -109,7 +121,7 @@ def training_jobs(p: FairSelectiveParams, table: pd.DataFrame, pools: pd.DataFra
         spec = spec_from_table(table, name)
         for kind, betas in p.agents.grid.items():
             for beta1 in betas:
-                for beta2 in (p.agents.beta2_grid if kind == "sellf" else (0.0,)):
+                for beta2 in beta2_grid(p, kind):
                     for seed in p.seeds:
                         jobs.append({"env": name, "kind": kind, "beta1": float(beta1), "beta2": float(beta2),
                                      "seed": int(seed),
@@ -175,20 +187,22 @@ def evaluate(spec: envs.EnvSpec, pool: np.ndarray, tables: dict, cfg: ag.AgentCo
     rows = []
     groups_of = spec.states[:, 0]
     uses_pred = cfg.kind in ag.PREDICTOR_KINDS
+    # the sampled action: SELLF-censored's forced reject where π < censor, as in training
+    accept = ag.censored_accept(tables["accept"], cfg.censor) if cfg.censor > 0 else tables["accept"]
     bound_g = np.array([s["bound"] for s in bound_stats]) if uses_pred else None
     for ep in range(episodes):
         env = envs.ResamplingEnv(spec, pool, horizon, resource0, seed * 1000 + ep)
         rng = np.random.default_rng([seed, ep, 11])
         win = fm.RingWindow(window)
         fs = env.pool[rng.integers(len(env.pool), size=window)]
-        fa = (rng.random(window) < tables["accept"][fs]).astype(np.int64)
+        fa = (rng.random(window) < accept[fs]).astype(np.int64)
         fy = env.prefill_labels(fs, fa)
         fh = (rng.random(window) < tables["pred"][fs]).astype(np.int64) if uses_pred else 0 * fa
         win.fill(groups_of[fs], fa, fy, np.where(fa == 1, fy, fh))
         done, t = False, 0
         while not done:
             i, s = env.draw()
-            a = int(rng.random() < tables["accept"][s])
+            a = int(rng.random() < accept[s])
             u = rng.random()
             _, y, done = env.step(i, a)
             yt = float(y) if a == 1 else (float(u < tables["pred"][s]) if uses_pred else 0.0)

@@ -122,6 +122,7 @@ def test_gpu_profile_builds_its_full_grid():
     jobs = runs.training_jobs(p, table, pools, lambda *k: 0)
     sellf = [j for j in jobs if j["kind"] == "sellf"]
     assert len({(j["beta1"], j["beta2"]) for j in sellf}) == 12
-    assert len(jobs) == len(p.envs) * len(p.seeds) * (1 + 4 + 4 + 1 + 12)
+    # + the gpu-only baselines: ELBERT-PO 7 bias coefficients, FOCOPS 3 cost limits × 4 ν_max, SELLF-censored 4 × 3
+    assert len(jobs) == len(p.envs) * len(p.seeds) * (1 + 4 + 4 + 1 + 12 + 7 + 12 + 12)
     assert all(j["cfg"].total_steps == 500_000 and j["cfg"].predictor == "deep" for j in jobs)
     assert {j["horizon"] for j in jobs} == {10_000}
