@@ -1,0 +1,104 @@
+"""Encoder, PPO and assignment: padding-invariant DFA embeddings, deterministic training,
+value assignment = brute-force argmax of Σ V, the GRU baseline never sees progression,
+and the gpu profile built and exercised at tiny size."""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import zlib
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from assets.acc_marl import dfa as D
+from assets.acc_marl import layouts as L
+from assets.acc_marl import model as M
+from assets.acc_marl import ppo, runs
+from assets.acc_marl.env import PoolArrays, TeamEnv
+from assets.acc_marl.params import AccMarlParams
+from assets.common.params import parse
+from resources.profiles import deep_merge, load_params
+
+
+@pytest.fixture(scope="module")
+def small():
+    rng = np.random.default_rng(0)
+    pool = D.Pool()
+    roots = np.array([pool.add(*D.sample(D.SamplerSpec("RAD", 3, 3), rng)) for _ in range(20)])
+    big = [pool.add(*D.sample(D.SamplerSpec("RA", 5, 5), rng)) for _ in range(3)]
+    trivial = pool.add(*D.trivial())
+    pool.close()
+    arrays = PoolArrays(pool.next_id, np.array([len(t) for t in pool.trans]),
+                        np.array([bool(a[0]) for a in pool.accept]), trivial, pool)
+    return {"pool": pool, "arrays": arrays, "roots": roots, "big": big, "graphs": M.dfa_graphs(pool)}
+
+
+def test_embeddings_do_not_depend_on_padding(small):
+    torch.manual_seed(0)
+    net = M.build(torch, 17, 9, 9, 2)
+    enc = ppo.Encoded(torch, small["graphs"], small["arrays"].n_states)
+    ids = small["roots"][:5]
+    with torch.no_grad():
+        alone = enc.embed(net, ids[:, None])                    # padded to ≤ 3 states
+        mixed = enc.embed(net, np.concatenate([ids, small["big"]])[:, None])[:5]   # padded to 5
+    torch.testing.assert_close(alone, mixed, atol=1e-6, rtol=1e-5)
+
+
+def test_training_is_deterministic_and_logs_finite(small):
+    cfg = ppo.PPOConfig(total_steps=64, n_envs=4, n_steps=16, epochs=1, minibatches=2, max_len=20)
+    lay = L.parse(L.ROOMS_2)
+    outs = [ppo.train(lay, small["arrays"], small["graphs"], small["roots"], cfg, v, 3) for v in ("pbrs", "pbrs")]
+    for k, v in outs[0]["state"].items():
+        torch.testing.assert_close(v, outs[1]["state"][k], atol=0, rtol=0)
+    assert np.isfinite(pd.DataFrame(outs[0]["log"])[["entropy", "value_loss", "policy_loss"]].to_numpy()).all()
+    gru = ppo.train(lay, small["arrays"], small["graphs"], small["roots"], cfg, "gru", 3)
+    assert "gru_in.weight" in gru["state"]
+
+
+def test_value_assignment_is_the_argmax_of_the_team_value(small):
+    torch.manual_seed(1)
+    lay = L.parse(L.ROOMS_2)
+    net = ppo.net_for(torch, lay, ppo.PPOConfig(), "pbrs")
+    enc = ppo.Encoded(torch, small["graphs"], small["arrays"].n_states)
+    tasks = runs.draw_tasks(np.random.default_rng(2), small["roots"], 16, 2, small["arrays"].trivial)
+    env = TeamEnv(lay, small["arrays"], 16, 20, 0.99, np.random.default_rng(0))
+    chosen, best = ppo.assign(torch, net, env, enc, tasks, False)
+    for e in range(16):
+        scores = []
+        for perm in itertools.permutations(range(2)):
+            t = tasks[e, list(perm)]
+            obs = env.observe(lay.starts[None].copy(), t[None])
+            grid, agent, feats = ppo._policy_inputs(torch, obs, obs["dfa"], enc, net)
+            with torch.no_grad():
+                scores.append(float(net(grid, agent, feats)[1].sum()))
+        best_perm = list(itertools.permutations(range(2)))[int(np.argmax(scores))]
+        assert chosen[e].tolist() == tasks[e, list(best_perm)].tolist()
+
+
+def test_the_gru_baseline_only_sees_the_initial_dfas(small):
+    lay = L.parse("@1.@.")
+    pool = small["pool"]
+    task = pool.add(*runs.reach_any([1]))
+    pool.close()
+    arrays = PoolArrays(pool.next_id, np.array([len(t) for t in pool.trans]),
+                        np.array([bool(a[0]) for a in pool.accept]), small["arrays"].trivial, pool)
+    env = TeamEnv(lay, arrays, 1, 10, 0.99, np.random.default_rng(0))
+    env.reset(ids=np.array([[task, small["roots"][0]]]))
+    env.step(np.array([[1, 4]]))
+    assert env.ids[0, 0] != task and env.init_ids[0, 0] == task      # progressed vs initial
+
+
+def test_gpu_profile_builds_and_trains_at_tiny_size():
+    raw = deep_merge(load_params("acc_marl", "gpu"), {"pool": {"train": 5, "test": 2, "ood": 2},
+                                                      "train": {"total_steps": 32, "n_envs": 2, "n_steps": 16}})
+    p = parse(AccMarlParams, raw, "acc_marl.gpu")
+    assert p.pool.max_size == 5 and p.pool.ood_max_size == 10 and p.train.n_steps == 16
+    layouts = runs.layouts_table(p)
+    p = dataclasses.replace(p, eval=dataclasses.replace(p.eval, samplers=("RAD",)))
+    pool = runs.build_pool(p, layouts, lambda *k: np.random.default_rng([zlib.crc32(str(k).encode())]))
+    assert pool.loc[pool["role"] == "ood", "n_states"].min() > 5
+    job = runs.training_jobs(p, layouts, pool, lambda *k: 0)[0]
+    out = runs.train_job(job)
+    assert out["log"][-1]["steps"] == 32 and np.isfinite(out["log"][-1]["entropy"])
