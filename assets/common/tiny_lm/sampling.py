@@ -6,6 +6,7 @@ not depend on how much padding its batch needed.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -55,9 +56,18 @@ def positions_of(mask: torch.Tensor) -> torch.Tensor:
 @torch.no_grad()
 def generate(model: TinyLM, prompt_tokens: torch.Tensor, prompt_mask: torch.Tensor, max_new: int, *,
              eos: int | None = None, pad: int = 0, temperature: float = 1.0, greedy: bool = False,
-             generator: torch.Generator | None = None) -> Samples:
+             generator: torch.Generator | None = None,
+             logits_hook: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+             use_cache: bool = True, stop_when_done: bool = False) -> Samples:
     """Sample `max_new` tokens per row (stopping rows at `eos`: later tokens are `pad` and
-    masked out). Deterministic given `generator`."""
+    masked out). Deterministic given `generator`.
+
+    logits_hook(logits (B, V), generated (B, n)) → logits, called before every choice with the
+    tokens sampled so far (constrained decoding: set disallowed tokens to −inf); the recorded
+    log-probabilities are then those of the constrained distribution. use_cache=False
+    recomputes the whole prefix at every step (same tokens; a speed baseline).
+    stop_when_done ends the loop once every row has emitted `eos` (fewer than max_new columns).
+    The defaults keep the original behaviour."""
     b, p = prompt_tokens.shape
     if p + max_new > model.config.context:
         raise ValueError(f"prompt {p} + {max_new} new tokens exceed the context {model.config.context}")
@@ -69,6 +79,9 @@ def generate(model: TinyLM, prompt_tokens: torch.Tensor, prompt_mask: torch.Tens
     done = torch.zeros(b, dtype=torch.bool)
     tokens, logps, alive = [], [], []
     for _ in range(max_new):
+        if logits_hook is not None:
+            generated = torch.stack(tokens, dim=1) if tokens else prompt_tokens.new_zeros((b, 0))
+            logits = logits_hook(logits, generated)
         logp = F.log_softmax(logits.float(), dim=-1)
         if greedy:
             choice = logp.argmax(dim=-1)
@@ -83,8 +96,16 @@ def generate(model: TinyLM, prompt_tokens: torch.Tensor, prompt_mask: torch.Tens
         if eos is not None:
             done = done | (choice == eos)
         mask = torch.cat([mask, live[:, None]], dim=1)
-        out = model(choice[:, None], key_mask=mask, positions=next_position[:, None], cache=cache, use_cache=True)
-        cache, logits = out.cache, out.logits[:, -1]
+        if stop_when_done and eos is not None and bool(done.all()):
+            break
+        if use_cache:
+            out = model(choice[:, None], key_mask=mask, positions=next_position[:, None], cache=cache,
+                        use_cache=True)
+            cache, logits = out.cache, out.logits[:, -1]
+        else:
+            so_far = torch.cat([prompt_tokens, torch.stack(tokens, dim=1)], dim=1)
+            out = model(so_far, key_mask=mask, positions=positions_of(mask))
+            logits = out.logits[:, -1]
         next_position = next_position + live.long()
     new = torch.stack(tokens, dim=1)
     return Samples(torch.cat([prompt_tokens, new], dim=1), torch.cat([prompt_mask.bool(), torch.stack(alive, 1)], 1),
