@@ -1,0 +1,133 @@
+"""dispat run parameters (params.yaml `dispat`), typed and frozen — no Dagster import.
+
+Units: steps are AdamW steps; batch sizes are rows per step; learning rates per step;
+alpha is the target false-positive rate; NLL in nats.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from assets.common.params import ParamsError
+from assets.dispat.data import DATASETS
+from assets.dispat.method import F_NAMES
+
+
+@dataclass(frozen=True)
+class Splits:
+    """Rows per split (sklearn tables with fewer normal rows are scaled down pro rata); the
+    test split holds `anomaly_fraction` anomalies."""
+
+    train: int
+    val: int
+    test_normal: int
+    anomaly_fraction: float
+
+
+@dataclass(frozen=True)
+class Serialisation:
+    vocab_size: int                 # BPE target (fewer when the values are few)
+    max_words: int                  # text truncation
+    significant: int                # numeric precision: significant digits at the column's median scale
+    max_decimals: int
+
+
+@dataclass(frozen=True)
+class Model:
+    d_model: int
+    n_heads: int
+    n_layers: int
+    context: int                    # ≤ 96 tokens per row at cpu
+
+
+@dataclass(frozen=True)
+class Train:
+    """SFT θ0 (AnoLLM): `sft_steps` at `lr`; continuation (self-play and the compute-matched
+    control) at `continue_lr`. grad_clip = AnoLLM's max_grad_norm."""
+
+    sft_steps: int
+    batch_size: int
+    lr: float
+    continue_lr: float
+    warmup: int
+    grad_clip: float
+    weight_decay: float
+
+
+@dataclass(frozen=True)
+class SelfPlay:
+    """T rounds × K steps of L_f + γ·SFT; each step: `batch_size` data rows + `batch_size`
+    samples of θt. n_gen = 0 → |train| samples per round. A round is kept only if the
+    validation NLL rises by ≤ max_val_rise (relative)."""
+
+    f: str
+    beta: float
+    gamma: float
+    rounds: int
+    steps: int
+    n_gen: int
+    max_val_rise: float
+
+
+@dataclass(frozen=True)
+class Variants:
+    """Extra self-play runs with other f (report-only), on these datasets × seeds."""
+
+    fs: tuple[str, ...]
+    datasets: tuple[str, ...]
+    seeds: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Baselines:
+    epochs: int                     # AutoEncoder / DeepSVDD
+    text_features: int             # hashed bag-of-words buckets for text columns
+
+
+@dataclass(frozen=True)
+class Gates:
+    """The issue's blocking-check thresholds (the same at every profile)."""
+
+    min_parse_rate: float
+    max_train_duplicates: float
+    fpr_tolerance: float
+    anomaly_ratio: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class DispatParams:
+    datasets: tuple[str, ...]
+    seeds: tuple[int, ...]
+    splits: Splits
+    serialisation: Serialisation
+    model: Model
+    train: Train
+    self_play: SelfPlay
+    variants: Variants
+    n_permutations: int             # AnoLLM score: column orders averaged at test
+    alpha: float
+    c2st_rows: int                  # generated rows per C2ST (≤ |val|)
+    baselines: Baselines
+    gates: Gates
+    bootstrap: int                  # paired bootstrap replicates over test rows
+    bench_rows: int                 # rows in the speed benchmark
+    workers: int
+    torch_threads: int
+
+    def __post_init__(self):
+        unknown = sorted(set(self.datasets) - set(DATASETS))
+        if unknown:
+            raise ParamsError(f"unknown datasets {unknown}; known: {list(DATASETS)}")
+        for f in (self.self_play.f, *self.variants.fs):
+            if f not in F_NAMES:
+                raise ParamsError(f"unknown f {f!r}; known: {list(F_NAMES)}")
+        if not 0 < self.alpha < 1:
+            raise ParamsError(f"alpha must be in (0, 1), got {self.alpha}")
+        if not 0 < self.splits.anomaly_fraction < 1:
+            raise ParamsError("splits.anomaly_fraction must be in (0, 1)")
+        if self.model.d_model % self.model.n_heads:
+            raise ParamsError("model.d_model must be divisible by model.n_heads")
+
+    @property
+    def continuation_steps(self) -> int:
+        """T·K: the compute-matched control's extra SFT steps."""
+        return self.self_play.rounds * self.self_play.steps
