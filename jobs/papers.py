@@ -24,6 +24,9 @@ PAPERS: dict[str, str] = {
     "hir": "assets.hir.definitions",
     "ts_layers": "assets.ts_layers.definitions",
     "fair_selective": "assets.fair_selective.definitions",
+    "skill_recompose": "assets.skill_recompose.definitions",
+    "dispat": "assets.dispat.definitions",
+    "acc_marl": "assets.acc_marl.definitions",
 }
 
 # external inputs a paper reads when present (relative to the repository root, never
