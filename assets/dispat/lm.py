@@ -17,7 +17,7 @@ from assets.common.tiny_lm import TinyLM, TinyLMConfig, token_logprobs
 from assets.common.tiny_lm.sampling import generate
 from assets.dispat import method as M
 from assets.dispat.data import CATEGORICAL, NUMERIC, TEXT
-from assets.dispat.serialize import Encoded, Vocab, decode_tokens, parse, permutations
+from assets.dispat.serialize import Encoded, Vocab, decode_tokens, pad_encoded, parse, permutations
 
 Log = Callable[[str], None]
 
@@ -66,15 +66,7 @@ class TokenRows:
             span.append(-1)
             seqs.append(seq)
             spans.append(span)
-        width = max(len(s) for s in seqs)
-        tokens = np.full((len(seqs), width), v.pad, np.int64)
-        span_arr = np.full((len(seqs), width), -1, np.int64)
-        for i, (s, sp) in enumerate(zip(seqs, spans)):
-            tokens[i, :len(s)] = s
-            span_arr[i, :len(sp)] = sp
-        lengths = np.array([len(s) for s in seqs])
-        mask = np.arange(width)[None, :] < lengths[:, None]
-        return Encoded(tokens, mask, span_arr >= 0, span_arr, lengths)
+        return pad_encoded(seqs, spans, v.pad)
 
     def batch(self, rng: np.random.Generator, size: int, index: np.ndarray | None = None) -> Encoded:
         """`size` rows drawn with replacement, each with a fresh random column order."""

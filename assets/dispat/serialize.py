@@ -176,6 +176,19 @@ class Encoded:
     lengths: np.ndarray
 
 
+def pad_encoded(seqs: list[list[int]], spans: list[list[int]], pad: int) -> Encoded:
+    """Right-pad token sequences and their span ids (−1 outside value spans) into an Encoded batch."""
+    width = max(len(s) for s in seqs)
+    tokens = np.full((len(seqs), width), pad, np.int64)
+    span_arr = np.full((len(seqs), width), -1, np.int64)
+    for i, (s, sp) in enumerate(zip(seqs, spans)):
+        tokens[i, :len(s)] = s
+        span_arr[i, :len(sp)] = sp
+    lengths = np.array([len(s) for s in seqs])
+    mask = np.arange(width)[None, :] < lengths[:, None]
+    return Encoded(tokens, mask, span_arr >= 0, span_arr, lengths)
+
+
 def encode_rows(rows: list[dict[str, str]], orders: np.ndarray, vocab: Vocab, context: int) -> Encoded:
     """Token sequences of formatted rows under the given column orders (N, C). Raises TableError
     naming the row when a sequence is longer than `context`."""
@@ -202,15 +215,7 @@ def encode_rows(rows: list[dict[str, str]], orders: np.ndarray, vocab: Vocab, co
                              f"(longest value in column {names[longest]!r})")
         seqs.append(seq)
         spans.append(span)
-    width = max(len(s) for s in seqs)
-    tokens = np.full((len(seqs), width), vocab.pad, np.int64)
-    span_arr = np.full((len(seqs), width), -1, np.int64)
-    for i, (s, sp) in enumerate(zip(seqs, spans)):
-        tokens[i, :len(s)] = s
-        span_arr[i, :len(sp)] = sp
-    lengths = np.array([len(s) for s in seqs])
-    mask = np.arange(width)[None, :] < lengths[:, None]
-    return Encoded(tokens, mask, span_arr >= 0, span_arr, lengths)
+    return pad_encoded(seqs, spans, vocab.pad)
 
 
 def decode_tokens(ids: list[int], vocab: Vocab) -> str:
