@@ -60,35 +60,34 @@ def policy(context: dg.AssetExecutionContext, layouts: pd.DataFrame, dfa_pool: p
     return pd.DataFrame(rows)
 
 
+def _rollouts(make_jobs, run_job, layouts: pd.DataFrame, dfa_pool: pd.DataFrame, policy: pd.DataFrame,
+              compute: ComputeResource) -> pd.DataFrame:
+    """Per-episode rows of the rollout jobs `make_jobs` builds for the trained policies, on the workers."""
+    p = paper.params(compute)
+    jobs = make_jobs(p, layouts, dfa_pool, policy, lambda *k: compute.seed_for(paper.slug, *k))
+    return pd.concat(list(spawn_imap(run_job, jobs, compute.workers(len(jobs), p.workers))), ignore_index=True)
+
+
 @paper.asset(kinds={"pandas"}, description="Per-episode test rollouts: sampler × {in, OOD} × {random, value} "
              "assignment for ACC-MARL; RAD in-distribution for no_pbrs and gru; the random policy on every "
              "sampler × split.")
 def eval(context: dg.AssetExecutionContext, layouts: pd.DataFrame, dfa_pool: pd.DataFrame, policy: pd.DataFrame,
          compute: ComputeResource) -> pd.DataFrame:
-    p = paper.params(compute)
-    jobs = runs.eval_jobs(p, layouts, dfa_pool, policy, lambda *k: compute.seed_for(paper.slug, *k))
-    return pd.concat(list(spawn_imap(runs.eval_job, jobs, compute.workers(len(jobs), p.workers))),
-                     ignore_index=True)
+    return _rollouts(runs.eval_jobs, runs.eval_job, layouts, dfa_pool, policy, compute)
 
 
 @paper.asset(kinds={"pandas"}, description="Value-argmax assignment vs a Monte-Carlo oracle (instances × rollouts "
              "per permutation) for every ACC-MARL policy.")
 def assignment_study(context: dg.AssetExecutionContext, layouts: pd.DataFrame, dfa_pool: pd.DataFrame,
                      policy: pd.DataFrame, compute: ComputeResource) -> pd.DataFrame:
-    p = paper.params(compute)
-    jobs = runs.assignment_jobs(p, layouts, dfa_pool, policy, lambda *k: compute.seed_for(paper.slug, *k))
-    return pd.concat(list(spawn_imap(runs.assignment_job, jobs, compute.workers(len(jobs), p.workers))),
-                     ignore_index=True)
+    return _rollouts(runs.assignment_jobs, runs.assignment_job, layouts, dfa_pool, policy, compute)
 
 
 @paper.asset(kinds={"pandas"}, description="Curated scenarios (hold-the-door, helper, short-circuit in Rooms-2): "
              "per-episode success and door-crossing / button-holding events from the recorded traces.")
 def coordination_traces(context: dg.AssetExecutionContext, layouts: pd.DataFrame, dfa_pool: pd.DataFrame,
                         policy: pd.DataFrame, compute: ComputeResource) -> pd.DataFrame:
-    p = paper.params(compute)
-    jobs = runs.trace_jobs(p, layouts, dfa_pool, policy, lambda *k: compute.seed_for(paper.slug, *k))
-    return pd.concat(list(spawn_imap(runs.trace_job, jobs, compute.workers(len(jobs), p.workers))),
-                     ignore_index=True)
+    return _rollouts(runs.trace_jobs, runs.trace_job, layouts, dfa_pool, policy, compute)
 
 
 @paper.asset(volatile=True, kinds={"pandas"}, description="Wall clock (run record): env steps/s with table "
