@@ -185,7 +185,7 @@ def build_report(empirical: pd.DataFrame, bounds: pd.DataFrame, coupled: pd.Data
     scope = params.claims
     errors = runs.error_models_from_frame(error_models)
     validity = benchmark.validity_rows(coupled, bounds)
-    claims, tables = benchmark.evaluate_claims(empirical, bounds, validity, errors, scope)
+    claims, tables = benchmark.evaluate_claims(empirical, bounds, validity, errors, scope, runs=coupled)
     figures = {"bound_vs_rms": plots.bound_vs_rms(empirical, bounds),
                "delta_sweep": plots.delta_sweep(bounds, list(scope.delta_targets), scope.delta_error,
                                                 int(scope.main_K)),

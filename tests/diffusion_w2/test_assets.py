@@ -239,7 +239,9 @@ def test_grid_ranking_is_judged_per_cell_and_one_adjacent_swap_is_spearman_0_8()
     claim = benchmark.grid_ranking_claim(many, 3)
     assert many["spearman"].mean() > benchmark.SPEARMAN_MIN and not claim.holds
     assert "in 15/16 cells" in claim.measured_value and "z/vp/sde/e ρ=0.6" in claim.detail
-    assert claim.seeds.startswith("3 per configuration")
+    assert claim.seeds == "0–2 (3) (seed means of the RMS)"                     # seeds_label of the seeds
+    assert benchmark.grid_ranking_claim(many, benchmark.seeds_text([3, 5])).seeds == \
+        "0–4 (5); 3–5 per configuration (seed means of the RMS)"
     empty = _ranking_rows({"a": agree}).iloc[:0]
     assert not benchmark.grid_ranking_claim(benchmark.grid_ranking_cells(empty), 0).holds
 

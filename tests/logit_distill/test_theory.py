@@ -38,6 +38,20 @@ def test_spirals_claim_needs_four_of_five_seeds_on_both_metrics():
     assert not benchmark._spirals_claim(bad).holds              # 3/5 seeds
     drep_wrong = _metrics([0.99] * 5, [0.9] * 5, [5] * 5, [1] * 5)
     assert not benchmark._spirals_claim(drep_wrong).holds       # mCCA alone is not enough
+    claim = benchmark._spirals_claim(good)
+    assert claim.seeds == "teacher 0 × students 0–4 (5)" and "mCCA L2 − KL: Δ" in claim.measured_value
+
+
+def test_spirals_claim_fails_when_the_paired_ci_straddles_zero():
+    """L2 beats KL on 5/5 seeds on both metrics and the mean d_rep gap is far below 0 (the old
+    seed-count rule passes), but one seed dominates the d_rep differences: the paired 90 % CI
+    of d_rep(L2) − d_rep(KL) reaches above 0, so the comparison is not established."""
+    drep_kl = [7, 6, 2000, 6, 7]
+    claim = benchmark._spirals_claim(_metrics([0.99] * 5, [0.9, 0.91, 0.89, 0.9, 0.9], [5] * 5, drep_kl))
+    assert claim.measured_value.startswith("5/5 seeds (need 4)")
+    assert not claim.holds and "need upper < 0" in claim.measured_value
+    one = _metrics([0.99], [0.9], [1], [5])                      # one seed establishes nothing
+    assert not benchmark._spirals_claim(one).holds
 
 
 def test_concept_probe_reads_a_linear_concept_and_not_noise():

@@ -114,3 +114,28 @@ def test_router_cost_is_judged_by_a_ci_against_single_models_only():
     assert not B.router_cost_claim(summary[summary["method"] == "pac"], tied, 0.08).holds
     note = B.router_ablation_observation(pac, {"router": {"auc": 0.7}})
     assert note.kind == "observation" and "router_routed_confidence: cost 0.0" in note.measured_value
+
+
+def test_router_cost_fails_when_the_ci_straddles_zero_and_names_its_trials():
+    """The router's mean cost is below the best single model's (the point rule would pass), but
+    the per-trial differences spread so that the 90 % CI of router − logreg reaches above 0."""
+    import pandas as pd
+
+    from assets.pac_labels import benchmark as B
+
+    rng = np.random.default_rng(3)
+    logreg = 0.50 + 0.01 * rng.standard_normal(20)
+    router = logreg - 0.01 + 0.2 * rng.standard_normal(20)
+    router += (logreg.mean() - 0.01) - router.mean()                  # mean exactly 0.01 below logreg's
+    outcomes = pd.concat([_pac_rows("router", router), _pac_rows("logreg", logreg),
+                          _pac_rows("gnb", 0.80 + 0.01 * rng.standard_normal(20))])
+    summary = B.summarize(outcomes.assign(save=0.5, n_bought=0.0), 0.05, 0.05)
+    pac = summary[summary["method"] == "pac"]
+    r = pac.set_index("model")["cost_mean"]
+    assert r["router"] < r["logreg"] < r["gnb"]
+    claim = B.router_cost_claim(pac, outcomes, 0.08)
+    assert not claim.holds and "router 0.489 vs best single model (logreg)" in claim.measured_value
+    assert "vs gnb" in claim.measured_value
+    assert claim.seeds == "PAC trials 0–19 (20)"
+    assert B.trials_label(summary, outcomes) == "PAC trials 0–19 (20)"
+    assert B.trials_label(summary) == "PAC trials 0–19 (20)"          # from the trial counts alone

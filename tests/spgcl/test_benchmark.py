@@ -54,16 +54,31 @@ def test_paired_comparison_known_answer():
     assert r["p"] == pytest.approx(stats.ttest_rel([80, 82, 84], [70, 71, 75]).pvalue)
 
 
-def test_claim_no_positive_thresholds():
-    good = _probe_rows({("gauss_homo", "grace"): [80, 80], ("gauss_homo", "grace_nopos"): [78, 78],
-                        ("gauss_homo", "grace_mlp"): [60, 60], ("gauss_homo", "grace_nopos_mlp"): [50, 50]})
-    assert B.claim_no_positive(B.summary_table(good)).holds
+def test_claim_no_positive_paired_ci():
+    good = _probe_rows({("gauss_homo", "grace"): [80, 81, 79, 80], ("gauss_homo", "grace_nopos"): [78, 79.5, 77, 78],
+                        ("gauss_homo", "grace_mlp"): [60, 61, 59, 60],
+                        ("gauss_homo", "grace_nopos_mlp"): [50, 50.5, 49, 51]})
+    c = B.claim_no_positive(good)
+    assert c.holds and c.seeds == "0–3 (4)" and "90% CI" in c.measured_value
     bad = good.copy()
-    bad.loc[bad["method"] == "grace_nopos", "test_acc"] = 0.70      # GCN loses 10 points
-    assert not B.claim_no_positive(B.summary_table(bad)).holds
+    bad.loc[bad["method"] == "grace_nopos", "test_acc"] -= 0.08      # GCN loses 10 points
+    assert not B.claim_no_positive(bad).holds
 
 
-def test_claim_hetero_gain_needs_size_and_significance():
+def test_claim_no_positive_fails_when_ci_straddles_margin():
+    """noPos − GRACE averages −2 (the old |mean gap| ≤ 3 rule passes) but varies so much over
+    seeds that the 90 % CI reaches below −3: not established."""
+    probe = _probe_rows({("gauss_homo", "grace"): [80, 80, 80, 80, 80],
+                         ("gauss_homo", "grace_nopos"): [83, 72, 82, 74, 79],
+                         ("gauss_homo", "grace_mlp"): [60, 61, 59, 60, 60],
+                         ("gauss_homo", "grace_nopos_mlp"): [50, 50.5, 49, 51, 50]})
+    gap = B.summary_table(probe).set_index("method").loc[["grace", "grace_nopos"], "mean"]
+    assert abs(gap["grace"] - gap["grace_nopos"]) <= 3.0
+    c = B.claim_no_positive(probe)
+    assert not c.holds and "need lower > -3" in c.measured_value
+
+
+def test_claim_hetero_gain_needs_size_and_ci():
     big = _probe_rows({("bow_hetero", "spgcl"): [60, 61, 62, 63, 64],
                        ("bow_hetero", "spgcl_wo_both"): [55, 55.5, 57, 58, 58.2]})
     assert B.claim_hetero_gain(big).holds
@@ -72,27 +87,61 @@ def test_claim_hetero_gain_needs_size_and_significance():
     assert not B.claim_hetero_gain(small).holds                       # +1 point < 2
 
 
+def test_claim_hetero_gain_fails_when_ci_straddles_margin():
+    """Mean gain +3 ≥ 2 (the old mean rule) with p < 0.05 would need a tight spread; here the
+    per-seed gains 8, −2, 6, 0, 3 give a 90 % CI reaching below +2: not established."""
+    probe = _probe_rows({("gauss_hetero", "spgcl"): [68, 58, 66, 60, 63],
+                         ("gauss_hetero", "spgcl_wo_both"): [60, 60, 60, 60, 60]})
+    assert B.paired_comparison(probe, "gauss_hetero", "spgcl", "spgcl_wo_both")["diff"] >= 2.0
+    assert not B.claim_hetero_gain(probe).holds
+
+
+def test_claim_hetero_gain_one_seed_establishes_nothing():
+    probe = _probe_rows({("bow_hetero", "spgcl"): [70], ("bow_hetero", "spgcl_wo_both"): [50]})
+    assert not B.claim_hetero_gain(probe).holds
+
+
 def test_claim_prealignment_and_homo_competitive():
-    cell = {"graph": "gauss_homo", "seed": 0}
-    diag = pd.DataFrame([{**cell, "encoder": "gcn", "edge_cosine": 0.7, "rayleigh_quotient": 0.1},
-                         {**cell, "encoder": "mlp", "edge_cosine": 0.2, "rayleigh_quotient": 0.9}])
-    assert B.claim_prealignment(diag).holds
-    diag.loc[0, "rayleigh_quotient"] = 0.6
-    assert not B.claim_prealignment(diag).holds
-    probe = _probe_rows({("bow_homo", "spgcl"): [80, 80], ("bow_homo", "grace"): [80.5, 80.5],
-                         ("bow_homo", "dgi"): [70, 70], ("bow_homo", "bgrl"): [75, 75]})
-    assert B.claim_homo_competitive(B.summary_table(probe)).holds
-    probe.loc[probe["method"] == "grace", "test_acc"] = 0.85
-    assert not B.claim_homo_competitive(B.summary_table(probe)).holds
+    rows = []
+    for seed, (gc, mc) in enumerate([(0.70, 0.20), (0.72, 0.21), (0.69, 0.19)]):
+        rows += [{"graph": "gauss_homo", "seed": seed, "encoder": "gcn", "edge_cosine": gc, "rayleigh_quotient": 0.1},
+                 {"graph": "gauss_homo", "seed": seed, "encoder": "mlp", "edge_cosine": mc, "rayleigh_quotient": 0.9}]
+    diag = pd.DataFrame(rows)
+    c = B.claim_prealignment(diag)
+    assert c.holds and c.seeds == "0–2 (3)"
+    high_energy = diag.copy()
+    high_energy.loc[high_energy["encoder"] == "gcn", "rayleigh_quotient"] = 0.6     # ratio 0.67 > 0.5
+    assert not B.claim_prealignment(high_energy).holds
+    one_seed = diag[diag["seed"] == 0]                                             # no CI from one seed
+    assert not B.claim_prealignment(one_seed).holds
+    probe = _probe_rows({("bow_homo", "spgcl"): [80, 81, 79], ("bow_homo", "grace"): [80.5, 81.2, 79.6],
+                         ("bow_homo", "dgi"): [70, 71, 69], ("bow_homo", "bgrl"): [75, 74, 76]})
+    assert B.claim_homo_competitive(probe).holds
+    probe.loc[probe["method"] == "grace", "test_acc"] += 0.045
+    assert not B.claim_homo_competitive(probe).holds
+
+
+def test_claim_homo_competitive_fails_when_ci_straddles_margin():
+    """SPGCL − GRACE averages −0.6 (within 1 point by the old mean rule) but the per-seed
+    differences spread so that the 90 % CI reaches below −1."""
+    probe = _probe_rows({("bow_homo", "spgcl"): [82, 77, 81.4, 78.6, 78],
+                         ("bow_homo", "grace"): [80, 80, 80, 80, 80],
+                         ("bow_homo", "dgi"): [70, 70, 70, 70, 70], ("bow_homo", "bgrl"): [70, 70, 70, 70, 70]})
+    s = B.summary_table(probe).set_index("method")["mean"]
+    assert s["spgcl"] >= s["grace"] - 1.0
+    assert not B.claim_homo_competitive(probe).holds
 
 
 def test_exact_threshold_is_not_lost_to_rounding():
-    # 800 test nodes: differences of 12, 12, 6, 24, 26 nodes average exactly 2.00 points
-    acc_a = np.array([173, 190, 145, 191, 176]) / 800
-    acc_b = np.array([161, 178, 139, 167, 150]) / 800
+    # 800 test nodes: SPGCL is 16 nodes (exactly 2.00 points) ahead on every seed; in floating point
+    # the paired CI's lower bound comes out as 1.999999999999999
+    acc_b = np.array([100 + 7 * i for i in range(5)]) / 800
+    acc_a = acc_b + 16 / 800
     probe = _probe_rows({("gauss_hetero", "spgcl"): list(100 * acc_a),
                          ("gauss_hetero", "spgcl_wo_both"): list(100 * acc_b)})
-    assert B.paired_comparison(probe, "gauss_hetero", "spgcl", "spgcl_wo_both")["diff"] < 2.0   # float rounding
+    a, b, _ = B.paired_accuracy(probe, "gauss_hetero", "spgcl", "spgcl_wo_both")
+    from assets.common.claims import paired_ci
+    assert paired_ci(a, b).low < 2.0                                   # float rounding
     assert B.claim_hetero_gain(probe).holds
 
 
