@@ -44,14 +44,16 @@ def dfa_pool(context: dg.AssetExecutionContext, layouts: pd.DataFrame, compute: 
 def policy(context: dg.AssetExecutionContext, layouts: pd.DataFrame, dfa_pool: pd.DataFrame,
            compute: ComputeResource, artifacts: ArtifactsResource) -> pd.DataFrame:
     p = paper.params(compute)
-    jobs = runs.training_jobs(p, layouts, dfa_pool, lambda *k: compute.seed_for(paper.slug, *k))
+    jobs = runs.training_jobs(p, layouts, dfa_pool, lambda *k: compute.seed_for(paper.slug, *k),
+                              compute.resolved_device())
     progress = Progress(context.log.info, len(jobs), "training")
     rows, timings = [], []
     for job, out in zip(jobs, spawn_imap(runs.train_job, jobs, compute.workers(len(jobs), p.workers))):
         name = f"{job['layout']}_{job['variant']}_s{job['seed']}"
         ref = save_checkpoint(artifacts.checkpoint_path(paper.slug, name), out["state"],
                               provenance=compute.provenance(paper.slug), config=job["cfg"].as_dict(),
-                              seed=job["train_seed"], device="cpu", layout=job["layout"], variant=job["variant"])
+                              seed=job["train_seed"], device=job["device"], layout=job["layout"],
+                              variant=job["variant"])
         rows.append(runs.policy_row(job, out, ref))
         timings.append({"asset": "policy", "partition": "", "seed": job["seed"], "dataset": job["layout"],
                         "method": job["variant"], "metric": "train_seconds", "value": float(out["seconds"])})

@@ -54,40 +54,46 @@ def net_for(torch, layout: Layout, cfg: PPOConfig, variant: str):
 
 
 class Encoded:
-    """DFA graph tensors of the pool; `embed(net, ids)` → (len(ids), 32), encoding each unique
-    id once, padded to the largest DFA among them (canonical states are 0..k−1)."""
+    """DFA graph tensors of the pool on `device`; `embed(net, ids)` → (len(ids), 32), encoding
+    each unique id once, padded to the largest DFA among them (canonical states are 0..k−1)."""
 
-    def __init__(self, torch, graphs: dict, n_states: np.ndarray):
+    def __init__(self, torch, graphs: dict, n_states: np.ndarray, device: str = "cpu"):
         self.torch = torch
-        self.edges = torch.from_numpy(graphs["edges"])
-        self.nodes = torch.from_numpy(graphs["nodes"])
+        self.device = device
+        self.edges = torch.from_numpy(graphs["edges"]).to(device)
+        self.nodes = torch.from_numpy(graphs["nodes"]).to(device)
         self.n_states = n_states
 
+    def tensor(self, array: np.ndarray):
+        """A numpy array as a tensor on this encoder's device."""
+        return self.torch.from_numpy(np.ascontiguousarray(array)).to(self.device)
+
     def embed(self, net, ids: np.ndarray):
-        torch = self.torch
         flat = np.asarray(ids).ravel()
         uniq, inv = np.unique(flat, return_inverse=True)
         k = max(1, int(self.n_states[uniq].max()))
-        u = torch.from_numpy(uniq)
+        u = self.tensor(uniq)
         emb = net.encoder(self.edges[u][:, :k, :k], self.nodes[u][:, :k])
-        return emb[torch.from_numpy(inv)].reshape(*np.shape(ids)[:-1], -1)
+        return emb[self.tensor(inv)].reshape(*np.shape(ids)[:-1], -1)
 
 
 def _policy_inputs(torch, obs: dict, dfa_ids: np.ndarray, enc: Encoded, net):
-    """Flatten (E, n, ...) observations to (E·n, ...) tensors."""
+    """Flatten (E, n, ...) observations to (E·n, ...) tensors on the encoder's device."""
     E, n = dfa_ids.shape[:2]
-    grid = torch.from_numpy(obs["grid"].reshape(E * n, *obs["grid"].shape[2:]))
-    agent = torch.from_numpy(obs["agent"].reshape(-1))
+    grid = enc.tensor(obs["grid"].reshape(E * n, *obs["grid"].shape[2:]))
+    agent = enc.tensor(obs["agent"].reshape(-1))
     feats = enc.embed(net, dfa_ids.reshape(E * n, n))
     return grid, agent, feats
 
 
 def train(layout: Layout, arrays: PoolArrays, graphs: dict, roots: np.ndarray, cfg: PPOConfig, variant: str,
-          seed: int, threads: int = 1, log=None, callback=None) -> dict:
+          seed: int, threads: int = 1, log=None, callback=None, device: str = "cpu") -> dict:
     """Train one policy. roots: pool ids of the training DFAs (sampled i.i.d. per agent at
     reset, U{0..n−1} replaced by the trivial DFA). Returns {"state": state_dict, "log": rows
     per iteration (steps, success, episode length, team return, entropy, losses, approx KL)}.
-    Deterministic given seed; `callback(iteration, net)` runs after each update (snapshots)."""
+    Deterministic given seed and device; `callback(iteration, net)` runs after each update
+    (snapshots). `device` ("cpu" / "cuda") holds the network, the rollout batch and the update;
+    the environment stays numpy on the CPU and the returned state_dict is on the CPU."""
     import torch
 
     if variant not in VARIANTS:
@@ -95,9 +101,9 @@ def train(layout: Layout, arrays: PoolArrays, graphs: dict, roots: np.ndarray, c
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     rng = np.random.default_rng([seed, 1])
-    net = net_for(torch, layout, cfg, variant)
+    net = net_for(torch, layout, cfg, variant).to(device)
     opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, eps=1e-5)
-    enc = Encoded(torch, graphs, arrays.n_states)
+    enc = Encoded(torch, graphs, arrays.n_states, device)
     env = TeamEnv(layout, arrays, cfg.n_envs, cfg.max_len, cfg.gamma, rng,
                   sample_ids=lambda r, e, n: roots[r.integers(len(roots), size=(e, n))])
     env.reset()
@@ -105,7 +111,7 @@ def train(layout: Layout, arrays: PoolArrays, graphs: dict, roots: np.ndarray, c
     recurrent = variant == "gru"
     E, n, T = cfg.n_envs, layout.n_agents, cfg.n_steps
     B = E * n
-    h = torch.zeros(B, 128) if recurrent else None
+    h = torch.zeros(B, 128, device=device) if recurrent else None
     iterations = max(1, math.ceil(cfg.total_steps / (E * T)))
     rows = []
     new_episode = np.ones(B, dtype=np.float32)
@@ -124,15 +130,16 @@ def train(layout: Layout, arrays: PoolArrays, graphs: dict, roots: np.ndarray, c
                 ids = own_first(env.init_ids) if recurrent else obs["dfa"]
                 grid, agent, feats = _policy_inputs(torch, obs, ids, enc, net)
                 if recurrent:
-                    h = h * torch.from_numpy(1.0 - new_episode)[:, None]
+                    h = h * enc.tensor(1.0 - new_episode)[:, None]
                     logits, value, h = net(grid, agent, feats, h)
                 else:
                     logits, value = net(grid, agent, feats)
                 dist = torch.distributions.Categorical(logits=logits)
                 a = dist.sample()
-                out = env.step(a.numpy().reshape(E, n), shaping=shaping)
-                grids[t], dfas[t], acts[t] = obs["grid"].reshape(B, *grids.shape[2:]), ids.reshape(B, n), a.numpy()
-                logps[t], vals[t] = dist.log_prob(a).numpy(), value.numpy()
+                a_np = a.cpu().numpy()
+                out = env.step(a_np.reshape(E, n), shaping=shaping)
+                grids[t], dfas[t], acts[t] = obs["grid"].reshape(B, *grids.shape[2:]), ids.reshape(B, n), a_np
+                logps[t], vals[t] = dist.log_prob(a).cpu().numpy(), value.cpu().numpy()
                 rews[t] = out["reward"].reshape(B)
                 dones[t] = np.repeat(out["done"], n).astype(np.float32)
                 starts[t] = new_episode
@@ -145,12 +152,12 @@ def train(layout: Layout, arrays: PoolArrays, graphs: dict, roots: np.ndarray, c
             ids = own_first(env.init_ids) if recurrent else obs["dfa"]
             grid, agent, feats = _policy_inputs(torch, obs, ids, enc, net)
             if recurrent:
-                _, last_v, _ = net(grid, agent, feats, h * torch.from_numpy(1.0 - new_episode)[:, None])
+                _, last_v, _ = net(grid, agent, feats, h * enc.tensor(1.0 - new_episode)[:, None])
             else:
                 _, last_v = net(grid, agent, feats)
         adv = np.zeros((T, B), dtype=np.float32)
         running = np.zeros(B, dtype=np.float32)
-        nxt_v = last_v.numpy()
+        nxt_v = last_v.cpu().numpy()
         for t in range(T - 1, -1, -1):
             nonterm = 1.0 - dones[t]
             delta = rews[t] + cfg.gamma * nxt_v * nonterm - vals[t]
@@ -170,16 +177,17 @@ def train(layout: Layout, arrays: PoolArrays, graphs: dict, roots: np.ndarray, c
             log(row)
         if callback is not None:
             callback(it, net)
-    state = {k: v.detach().clone() for k, v in net.state_dict().items()}
+    state = {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
     return {"state": state, "log": rows}
 
 
 def _update(torch, net, opt, enc, cfg, rng, grids, dfas, acts, logps, adv, rets, starts, h_start, recurrent, n):
-    """PPO epochs; returns the mean entropy, losses and approx KL of the last epoch."""
+    """PPO epochs on the encoder's device (rollout arrays (T, B, ...) numpy); returns the mean
+    entropy, losses and approx KL of the last epoch."""
     T, B = acts.shape
-    t_grid = torch.from_numpy(grids)
-    t_act, t_logp = torch.from_numpy(acts), torch.from_numpy(logps)
-    t_adv, t_ret = torch.from_numpy(adv), torch.from_numpy(rets)
+    t_grid = enc.tensor(grids)
+    t_act, t_logp = enc.tensor(acts), enc.tensor(logps)
+    t_adv, t_ret = enc.tensor(adv), enc.tensor(rets)
     agent_of = np.tile(np.arange(n), B // n)
     stats = {}
     for _ in range(cfg.epochs):
@@ -190,28 +198,28 @@ def _update(torch, net, opt, enc, cfg, rng, grids, dfas, acts, logps, adv, rets,
             groups = np.array_split(rng.permutation(T * B), cfg.minibatches)
         for g in groups:
             if recurrent:
-                h = h_start[torch.from_numpy(g)]
+                h = h_start[enc.tensor(g)]
                 b = len(g)
                 feats_all = enc.embed(net, dfas[:, g]).reshape(T * b, -1)                # (T·b, n·32)
-                agent = torch.from_numpy(np.tile(agent_of[g], T))
-                x = net.gru_in(net.features(t_grid[:, torch.from_numpy(g)].reshape(T * b, *t_grid.shape[2:]),
+                agent = enc.tensor(np.tile(agent_of[g], T))
+                x = net.gru_in(net.features(t_grid[:, enc.tensor(g)].reshape(T * b, *t_grid.shape[2:]),
                                             agent, feats_all)).reshape(T, b, -1)
                 hs = []
                 for t in range(T):
-                    h = h * (1.0 - torch.from_numpy(starts[t, g]))[:, None]
+                    h = h * (1.0 - enc.tensor(starts[t, g]))[:, None]
                     h = net.gru_step(x[t], h)
                     hs.append(h)
                 hs = torch.stack(hs).reshape(T * b, -1)
                 logits_t, value_t = [net.policy(hs)], [net.value(hs).squeeze(-1)]
                 logits, value = torch.stack(logits_t).reshape(-1, 5), torch.stack(value_t).reshape(-1)
-                sel = (slice(None), torch.from_numpy(g))
+                sel = (slice(None), enc.tensor(g))
                 a, lp_old = t_act[sel].reshape(-1), t_logp[sel].reshape(-1)
                 ad, ret = t_adv[sel].reshape(-1), t_ret[sel].reshape(-1)
             else:
                 tt, bb = np.divmod(g, B)
-                idx_t, idx_b = torch.from_numpy(tt), torch.from_numpy(bb)
+                idx_t, idx_b = enc.tensor(tt), enc.tensor(bb)
                 feats = enc.embed(net, dfas[tt, bb])
-                logits, value = net(t_grid[idx_t, idx_b], torch.from_numpy(agent_of[bb]), feats)
+                logits, value = net(t_grid[idx_t, idx_b], enc.tensor(agent_of[bb]), feats)
                 a, lp_old, ad, ret = t_act[idx_t, idx_b], t_logp[idx_t, idx_b], t_adv[idx_t, idx_b], t_ret[idx_t, idx_b]
             dist = torch.distributions.Categorical(logits=logits)
             lp = dist.log_prob(a)
@@ -242,8 +250,9 @@ def team_values(torch, net, env: TeamEnv, enc: Encoded, tasks: np.ndarray, recur
     obs = env.observe(pos, tasks)
     grid, agent, feats = _policy_inputs(torch, obs, obs["dfa"], enc, net)
     with torch.no_grad():
-        out = net(grid, agent, feats, torch.zeros(E * n, 128)) if recurrent else net(grid, agent, feats)
-    return out[1].numpy().reshape(E, n).sum(axis=1)
+        h0 = torch.zeros(E * n, 128, device=enc.device)
+        out = net(grid, agent, feats, h0) if recurrent else net(grid, agent, feats)
+    return out[1].cpu().numpy().reshape(E, n).sum(axis=1)
 
 
 def assign(torch, net, env: TeamEnv, enc: Encoded, tasks: np.ndarray, recurrent: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -271,7 +280,7 @@ def rollout(torch, net, layout: Layout, arrays: PoolArrays, enc: Encoded, tasks:
     success = np.zeros(E, dtype=bool)
     length = np.full(E, max_len, dtype=np.int64)
     final_ids = tasks.copy()
-    h = torch.zeros(E * n, 128) if recurrent else None
+    h = torch.zeros(E * n, 128, device=enc.device) if recurrent else None
     trace = {"pos": [env.pos.copy()], "ids": [env.ids.copy()], "open": [env.door_open(env.pos)]}
     for _ in range(max_len):
         if random_policy:
@@ -281,7 +290,7 @@ def rollout(torch, net, layout: Layout, arrays: PoolArrays, enc: Encoded, tasks:
             obs = env.observe(env.pos[live], env.ids[live])
             ids = own_first(env.init_ids[live]) if recurrent else obs["dfa"]
             grid, agent, feats = _policy_inputs(torch, obs, ids, enc, net)
-            rows = torch.from_numpy((live[:, None] * n + np.arange(n)).ravel())
+            rows = enc.tensor((live[:, None] * n + np.arange(n)).ravel())
             with torch.no_grad():
                 if recurrent:
                     logits, _, h_live = net(grid, agent, feats, h[rows])
@@ -289,7 +298,7 @@ def rollout(torch, net, layout: Layout, arrays: PoolArrays, enc: Encoded, tasks:
                 else:
                     logits, _ = net(grid, agent, feats)
                 actions = np.full((E, n), 4, dtype=np.int64)
-                actions[live] = torch.distributions.Categorical(logits=logits).sample().numpy().reshape(-1, n)
+                actions[live] = torch.distributions.Categorical(logits=logits).sample().cpu().numpy().reshape(-1, n)
         out = env.step(actions, shaping=False)
         if record:
             trace["pos"].append(out["pos"])

@@ -147,10 +147,12 @@ def ppo_config(p: AccMarlParams) -> ppo.PPOConfig:
                          max_len=p.eval.max_len, iterations_gnn=p.pool.ood_max_size)
 
 
-def training_jobs(p: AccMarlParams, layouts: pd.DataFrame, pool: pd.DataFrame, seed_for) -> list[dict]:
+def training_jobs(p: AccMarlParams, layouts: pd.DataFrame, pool: pd.DataFrame, seed_for,
+                  device: str = "cpu") -> list[dict]:
+    """One job per layout × variant × seed; `device` is where PPO trains (compute.resolved_device())."""
     cfg = ppo_config(p)
     text = dict(zip(layouts["layout"], layouts["text"]))
-    return [{"layout": name, "variant": v, "seed": int(s), "text": text[name],
+    return [{"layout": name, "variant": v, "seed": int(s), "text": text[name], "device": device,
              "pool": pool, "cfg": cfg, "train_seed": seed_for("train", name, v, s)}
             for name in p.layouts for v in p.variants for s in p.seeds]
 
@@ -161,7 +163,7 @@ def train_job(job: dict) -> dict:
     arrays, pool = pool_from_table(job["pool"])
     graphs = model_mod.dfa_graphs(pool)
     out = ppo.train(lay_mod.parse(job["text"], job["layout"]), arrays, graphs, roots(job["pool"], "train", "RAD"),
-                    job["cfg"], job["variant"], job["train_seed"])
+                    job["cfg"], job["variant"], job["train_seed"], device=job["device"])
     out["seconds"] = time.perf_counter() - start
     return out
 
