@@ -11,7 +11,7 @@ import pandas as pd
 
 from assets.common.claims import Claim, comparative_claim, observation, seeds_label
 from assets.dispat.baselines import BASELINES
-from assets.dispat.method import paired_bootstrap_auc
+from assets.dispat.method import F_NAMES, paired_bootstrap_auc
 from assets.dispat.params import DispatParams
 
 MIN_GAIN = 0.01                 # mean AUROC gain over AnoLLM compute-matched
@@ -139,7 +139,7 @@ def calibrated_fpr(th: pd.DataFrame, p: DispatParams) -> Claim:
 
 def f_variants(th: pd.DataFrame, p: DispatParams) -> Claim:
     auc = _pivot(th)
-    cols = [c for c in auc.columns if c == "dispat" or c.startswith("dispat_")]
+    cols = [c for c in auc.columns if c == "dispat" or c in {f"dispat_{f}" for f in F_NAMES}]
     have = auc[cols].dropna()
     if have.empty or len(cols) < 2:
         return observation("f_variants", "AUROC by f (JS default, KL, χ²)", "JS / KL / χ² reported", "no variants run")
@@ -150,6 +150,21 @@ def f_variants(th: pd.DataFrame, p: DispatParams) -> Claim:
     return observation("f_variants", "test AUROC of self-play with each f on the same cells", "JS / KL / χ² reported",
                        "; ".join(parts) + f"; AnoLLM matched {matched:.4f} (cells {cells})",
                        seeds=seeds_label(sorted({s for _, s in have.index})))
+
+
+def critic_table(th: pd.DataFrame) -> pd.DataFrame | None:
+    """Option B (explicit critic, gpu only, report-only): mean test AUROC / AUPRC / FPR of
+    dispat_critic beside dispat and the matched control per dataset; None when it did not run."""
+    if "dispat_critic" not in set(th["method"]):
+        return None
+    keep = th[th["method"].isin(["dispat_critic", "dispat", "anollm_matched"])]
+    table = keep.pivot_table(index="dataset", columns="method", values="auroc").add_prefix("auroc_")
+    gain = _pivot(keep).eval("dispat_critic - dispat").groupby(level="dataset")
+    table["critic_minus_dispat"] = gain.mean()
+    table["critic_won_cells"] = (_pivot(keep)["dispat_critic"] > _pivot(keep)["dispat"]).groupby(level="dataset").sum()
+    table["auprc_dispat_critic"] = keep[keep["method"] == "dispat_critic"].groupby("dataset")["auprc"].mean()
+    table["fpr_dispat_critic"] = keep[keep["method"] == "dispat_critic"].groupby("dataset")["fpr"].mean()
+    return table.reset_index()
 
 
 def vs_sft(th: pd.DataFrame, p: DispatParams) -> Claim:

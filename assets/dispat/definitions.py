@@ -94,7 +94,7 @@ def policy_sft(context: dg.AssetExecutionContext, serialized_corpus: pd.DataFram
                compute: ComputeResource, artifacts: ArtifactsResource) -> pd.DataFrame:
     p = paper.params(compute)
     frame, timings = runs.policy_sft(serialized_corpus, tokenizer, p, _seed_for(compute), _saver(compute, artifacts),
-                                     _workers(compute, _cells(compute)), context.log.info)
+                                     _workers(compute, _cells(compute)), context.log.info, compute.resolved_device())
     artifacts.record_timings(paper.slug, "policy_sft", pd.DataFrame(timings))
     return frame
 
@@ -107,7 +107,7 @@ def policy_sft_matched(context: dg.AssetExecutionContext, serialized_corpus: pd.
     p = paper.params(compute)
     frame, timings = runs.policy_sft_matched(serialized_corpus, tokenizer, policy_sft, p, _seed_for(compute),
                                              _saver(compute, artifacts), _resolve, _workers(compute, _cells(compute)),
-                                             context.log.info)
+                                             context.log.info, compute.resolved_device())
     artifacts.record_timings(paper.slug, "policy_sft_matched", pd.DataFrame(timings))
     return frame
 
@@ -119,7 +119,8 @@ def pseudo_anomalies(context: dg.AssetExecutionContext, serialized_corpus: pd.Da
                      ) -> pd.DataFrame:
     p = paper.params(compute)
     frame, timings = runs.pseudo_anomalies(serialized_corpus, tokenizer, policy_sft, p, _seed_for(compute), _resolve,
-                                           _workers(compute, _cells(compute)), context.log.info)
+                                           _workers(compute, _cells(compute)), context.log.info,
+                                           compute.resolved_device())
     artifacts.record_timings(paper.slug, "pseudo_anomalies", pd.DataFrame(timings))
     return frame
 
@@ -132,7 +133,8 @@ def policy_dispat(context: dg.AssetExecutionContext, serialized_corpus: pd.DataF
     p = paper.params(compute)
     frame, timings = runs.policy_dispat(serialized_corpus, tokenizer, policy_sft, pseudo_anomalies, p,
                                         _seed_for(compute), _saver(compute, artifacts), _resolve,
-                                        _workers(compute, len(runs.dispat_runs(p))), context.log.info)
+                                        _workers(compute, len(runs.dispat_runs(p))), context.log.info,
+                                        compute.resolved_device())
     artifacts.record_timings(paper.slug, "policy_dispat", pd.DataFrame(timings))
     return frame
 
@@ -145,7 +147,8 @@ def scores(context: dg.AssetExecutionContext, serialized_corpus: pd.DataFrame, t
            compute: ComputeResource, artifacts: ArtifactsResource) -> pd.DataFrame:
     p = paper.params(compute)
     frame, timings = runs.scores(serialized_corpus, tokenizer, policy_sft, policy_sft_matched, policy_dispat, p,
-                                 _seed_for(compute), _resolve, _workers(compute, _cells(compute)), context.log.info)
+                                 _seed_for(compute), _resolve, _workers(compute, _cells(compute)), context.log.info,
+                                 compute.resolved_device())
     artifacts.record_timings(paper.slug, "scores", pd.DataFrame(timings))
     return frame
 
@@ -157,7 +160,8 @@ def alignment(context: dg.AssetExecutionContext, serialized_corpus: pd.DataFrame
               compute: ComputeResource) -> pd.DataFrame:
     p = paper.params(compute)
     return runs.alignment(serialized_corpus, tokenizer, policy_sft, policy_dispat, pseudo_anomalies, p,
-                          _seed_for(compute), _resolve, _workers(compute, _cells(compute)), context.log.info)
+                          _seed_for(compute), _resolve, _workers(compute, _cells(compute)), context.log.info,
+                          compute.resolved_device())
 
 
 @paper.asset(kinds={"pandas"}, description="Calibrated threshold per cell × method: (1 − α) quantile of "
@@ -170,7 +174,8 @@ def thresholds(context: dg.AssetExecutionContext, scores: pd.DataFrame, compute:
              "record): AnoLLM scoring rows/s vs IForest; greedy sampling rows/s with vs without the KV cache.")
 def speed_benchmark(context: dg.AssetExecutionContext, serialized_corpus: pd.DataFrame, tokenizer: dict,
                     policy_dispat: pd.DataFrame, compute: ComputeResource) -> pd.DataFrame:
-    return runs.speed_benchmark(serialized_corpus, tokenizer, policy_dispat, paper.params(compute), _resolve)
+    return runs.speed_benchmark(serialized_corpus, tokenizer, policy_dispat, paper.params(compute), _resolve,
+                                compute.resolved_device())
 
 
 @paper.asset(kinds={"duckdb", "markdown"}, description="AUROC / AUPRC / F1 / FPR per method × dataset × seed, "

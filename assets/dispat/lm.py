@@ -81,9 +81,15 @@ def _pad_to(x: torch.Tensor, width: int, value) -> torch.Tensor:
     return torch.nn.functional.pad(x, (0, width - x.shape[1]), value=value)
 
 
-def tensors(enc: Encoded) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    return (torch.from_numpy(enc.tokens), torch.from_numpy(enc.mask), torch.from_numpy(enc.value_mask),
-            torch.from_numpy(enc.span))
+def tensors(enc: Encoded, device: torch.device | str = "cpu"
+            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(tokens, mask, value_mask, span) of an Encoded batch as tensors on `device`."""
+    return tuple(torch.from_numpy(a).to(device) for a in (enc.tokens, enc.mask, enc.value_mask, enc.span))
+
+
+def device_of(model: torch.nn.Module) -> torch.device:
+    """The device a model's parameters live on (every LM function computes there)."""
+    return next(model.parameters()).device
 
 
 # ------------------------------------------------------------------------------ training
@@ -106,10 +112,11 @@ def train_sft(model: TinyLM, rows: TokenRows, steps: int, batch: int, o: Optim, 
               ) -> list[float]:
     """`steps` AdamW steps of next-token NLL on random-order serialisations; the loss per step."""
     model.train()
+    dev = device_of(model)
     opt, sched = _optimizer(model, o, steps)
     curve = []
     for _ in range(steps):
-        tokens, mask, _, _ = tensors(rows.batch(rng, batch))
+        tokens, mask, _, _ = tensors(rows.batch(rng, batch), dev)
         loss = M.sft_loss(model, tokens, mask)
         opt.zero_grad()
         loss.backward()
@@ -128,15 +135,16 @@ def train_self_play_round(model: TinyLM, reference: TinyLM, rows: TokenRows, gen
     `batch` generated rows of θt. Returns per-step curves: loss, f-loss, the variational
     estimate D̂_f = −L_f, mean u on data and on samples."""
     model.train()
+    dev = device_of(model)
     opt, sched = _optimizer(model, o, steps)
-    g_tokens, _, g_values, _ = tensors(generated)
+    g_tokens, _, g_values, _ = tensors(generated, dev)
     with torch.no_grad():
         ref_gen_all = torch.cat([M.sequence_logprobs(reference, g_tokens[i:i + 256], g_values[i:i + 256])
                                  for i in range(0, len(g_tokens), 256)])
     curves = {"loss": [], "f_loss": [], "divergence": [], "u_data": [], "u_gen": []}
     for _ in range(steps):
-        d_tokens, d_mask, d_values, _ = tensors(rows.batch(rng, batch))
-        pick = torch.from_numpy(rng.integers(0, len(g_tokens), size=batch))
+        d_tokens, d_mask, d_values, _ = tensors(rows.batch(rng, batch), dev)
+        pick = torch.from_numpy(rng.integers(0, len(g_tokens), size=batch)).to(dev)
         with torch.no_grad():
             ref_data = M.sequence_logprobs(reference, d_tokens, d_values)
         # one forward pass of the policy over [data; samples] (right padding does not change
@@ -164,6 +172,91 @@ def train_self_play_round(model: TinyLM, reference: TinyLM, rows: TokenRows, gen
         curves["u_gen"].append(float(u_g.mean()))
     model.eval()
     return curves
+
+
+# ------------------------------------------------------------------------------ explicit critic (option B)
+@torch.no_grad()
+def row_features(model: TinyLM, tokens: torch.Tensor, mask: torch.Tensor, values: torch.Tensor
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """One forward pass of a frozen policy over whole rows: (Σ log p over value tokens (B,), features
+    (B, 2d) = [mean of the final hidden states over the row's real tokens, the final hidden state at
+    its last real token (EOS)]). tokens, mask, values (B, L), right-padded."""
+    out = model(tokens)
+    logp = torch.log_softmax(out.logits[:, :-1], dim=-1).gather(-1, tokens[:, 1:, None]).squeeze(-1)
+    seq = (logp * values[:, 1:].float()).sum(dim=1)
+    m = mask.float()[..., None]
+    mean = (out.hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1)
+    last = out.hidden[torch.arange(len(tokens), device=tokens.device), mask.long().sum(dim=1).clamp(min=1) - 1]
+    return seq, torch.cat([mean, last], dim=-1)
+
+
+def _chunked_features(model: TinyLM, tokens, mask, values, size: int = 256) -> tuple[torch.Tensor, torch.Tensor]:
+    parts = [row_features(model, tokens[i:i + size], mask[i:i + size], values[i:i + size])
+             for i in range(0, len(tokens), size)]
+    return torch.cat([a for a, _ in parts]), torch.cat([b for _, b in parts])
+
+
+def train_critic_round(model: TinyLM, reference: TinyLM, rows: TokenRows, generated: Encoded, f: str, beta: float,
+                       gamma: float, steps: int, batch: int, o: Optim, rng: np.random.Generator, critic_cfg
+                       ) -> tuple[dict[str, list[float]], dict]:
+    """One round of option B: fit a fresh critic D_φ (critic.Critic, `critic_cfg`: hidden, steps,
+    batch, lr, weight_decay, real_share) on θt-features of every train row (one random column order
+    each) vs the round's generated rows, freeze it, then K steps of β·(policy-gradient surrogate with
+    D_φ: importance weights on `batch` real rows + penalty on `batch` generated rows) + γ·SFT.
+    Returns (per-step curves: loss, pg_loss, divergence (the critic's D̂_f, constant over the
+    policy steps), critic (D̂_f per critic step), u_data / u_gen (mean v_φ on the batches);
+    the critic's state dict on the CPU)."""
+    from assets.dispat import critic as C
+
+    dev = device_of(model)
+    g_tokens, g_mask, g_values, _ = tensors(generated, dev)
+    ref_gen_all, gen_feats = _chunked_features(reference, g_tokens, g_mask, g_values)
+    enc = rows.encode(np.arange(len(rows)), permutations(len(rows), len(rows.col_ids), rng))
+    d_all, m_all, v_all, _ = tensors(enc, dev)
+    _, data_feats = _chunked_features(reference, d_all, m_all, v_all)
+    torch.manual_seed(int(rng.integers(2 ** 31)))
+    critic = C.Critic(data_feats.shape[1], critic_cfg.hidden).to(dev)
+    critic_curve = C.train_critic(critic, data_feats, gen_feats, f, critic_cfg.steps, critic_cfg.batch,
+                                  critic_cfg.lr, critic_cfg.weight_decay, rng)
+    critic.requires_grad_(False)
+    with torch.no_grad():
+        v_gen_all = critic(gen_feats)
+        baseline = float(C.reward(f, v_gen_all).mean())
+    tail = max(1, critic_cfg.steps // 5)
+    estimate = float(np.mean(critic_curve[-tail:]))
+    model.train()
+    opt, sched = _optimizer(model, o, steps)
+    curves = {"loss": [], "pg_loss": [], "divergence": [], "u_data": [], "u_gen": [], "critic": critic_curve}
+    for _ in range(steps):
+        d_tokens, d_mask, d_values, _ = tensors(rows.batch(rng, batch), dev)
+        pick = torch.from_numpy(rng.integers(0, len(g_tokens), size=batch)).to(dev)
+        ref_data, feats = row_features(reference, d_tokens, d_mask, d_values)
+        with torch.no_grad():
+            v_data = critic(feats)
+        gt, gv = g_tokens[pick], g_values[pick]
+        width = max(d_tokens.shape[1], gt.shape[1])
+        both = torch.cat([_pad_to(d_tokens, width, rows.vocab.pad), _pad_to(gt, width, rows.vocab.pad)])
+        values = torch.cat([_pad_to(d_values, width, False), _pad_to(gv, width, False)])
+        logp = token_logprobs(model, both)
+        seq = (logp * values[:, 1:].float()).sum(dim=1)
+        pg, _ = C.pg_surrogate(f, seq[:batch], ref_data, v_data, seq[batch:], ref_gen_all[pick], v_gen_all[pick],
+                               baseline, critic_cfg.real_share)
+        loss = beta * pg
+        if gamma:
+            m = _pad_to(d_mask, width, False)[:, 1:].float()
+            loss = loss + gamma * (-(logp[:batch] * m).sum() / m.sum().clamp(min=1))
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), o.grad_clip)
+        opt.step()
+        sched.step()
+        curves["loss"].append(loss.item())
+        curves["pg_loss"].append(pg.item())
+        curves["divergence"].append(estimate)
+        curves["u_data"].append(float(v_data.mean()))
+        curves["u_gen"].append(float(v_gen_all[pick].mean()))
+    model.eval()
+    return curves, {k: v.detach().cpu().clone() for k, v in critic.state_dict().items()}
 
 
 # ------------------------------------------------------------------------------ constrained decoding
@@ -289,8 +382,8 @@ class SchemaConstraint:
 
     def __call__(self, logits: torch.Tensor, generated: torch.Tensor) -> torch.Tensor:
         if generated.shape[1]:
-            self._update(generated[:, -1].numpy())
-        allowed = torch.zeros_like(logits, dtype=torch.bool)
+            self._update(generated[:, -1].cpu().numpy())
+        allowed = torch.zeros(logits.shape, dtype=torch.bool)         # built on the CPU, moved once
         for i in range(self.b):
             ph = self.phase[i]
             if ph == 0:
@@ -301,7 +394,7 @@ class SchemaConstraint:
                 allowed[i] = self._value_mask(i)
             else:
                 allowed[i, self.v.pad] = True
-        return logits.masked_fill(~allowed, float("-inf"))
+        return logits.masked_fill(~allowed.to(logits.device), float("-inf"))
 
 
 def sample_rows(model: TinyLM, vocab: Vocab, train_rows: TokenRows, n: int, rng: np.random.Generator,
@@ -310,18 +403,19 @@ def sample_rows(model: TinyLM, vocab: Vocab, train_rows: TokenRows, n: int, rng:
     """n rows from the model by schema-constrained sampling (random column order per row).
     Returns (parsed rows, None where a row does not parse; token ids of every row)."""
     model.eval()
+    dev = device_of(model)
     context = model.config.context
     parsed, token_lists = [], []
-    gen = torch.Generator().manual_seed(int(rng.integers(2 ** 31)))
+    gen = torch.Generator(device=dev).manual_seed(int(rng.integers(2 ** 31)))
     for start in range(0, n, batch):
         b = min(batch, n - start)
         orders = permutations(b, len(vocab.schema.names), rng)
         hook = SchemaConstraint(vocab, train_rows, orders, negatives) if constrained else None
-        prompt = torch.full((b, 1), vocab.bos, dtype=torch.long)
+        prompt = torch.full((b, 1), vocab.bos, dtype=torch.long, device=dev)
         out = generate(model, prompt, torch.ones_like(prompt, dtype=torch.bool), context - 1, eos=vocab.eos,
                        pad=vocab.pad, greedy=greedy, generator=gen, logits_hook=hook, use_cache=use_cache,
                        stop_when_done=True)
-        for seq, m in zip(out.tokens, out.mask):
+        for seq, m in zip(out.tokens.cpu(), out.mask.cpu()):
             ids = seq[m].tolist()
             token_lists.append(ids)
             complete = vocab.eos in ids
@@ -363,6 +457,7 @@ def score_rows(model: TinyLM, rows: TokenRows, n_perm: int, seed: int, batch: in
     for every model) of Σ_columns value-span NLL (text spans per token). Returns (scores (N,),
     attributions (N, C): per-column span NLL averaged over the orders)."""
     model.eval()
+    dev = device_of(model)
     n, c = len(rows), len(rows.col_ids)
     text_cols = [i for i, k in enumerate(rows.vocab.schema.columns) if k.kind == TEXT]
     rng = np.random.default_rng(seed)
@@ -372,8 +467,8 @@ def score_rows(model: TinyLM, rows: TokenRows, n_perm: int, seed: int, batch: in
     per_col = np.zeros((n * n_perm, c))
     for s in range(0, n * n_perm, batch):
         enc = rows.encode(flat_rows[s:s + batch], flat_orders[s:s + batch])
-        tokens, _, _, span = tensors(enc)
-        per_col[s:s + batch] = M.span_nll(model, tokens, span, c, text_cols).numpy()
+        tokens, _, _, span = tensors(enc, dev)
+        per_col[s:s + batch] = M.span_nll(model, tokens, span, c, text_cols).cpu().numpy()
     attributions = per_col.reshape(n, n_perm, c).mean(axis=1)
     return attributions.sum(axis=1), attributions
 
@@ -384,7 +479,7 @@ def validation_nll(model: TinyLM, rows: TokenRows, seed: int, batch: int = 256) 
     the no-collapse / round-acceptance statistic."""
     rng = np.random.default_rng(seed)
     enc = rows.encode(np.arange(len(rows)), permutations(len(rows), len(rows.col_ids), rng))
-    tokens, _, values, _ = tensors(enc)
+    tokens, _, values, _ = tensors(enc, device_of(model))
     total = torch.cat([M.sequence_logprobs(model, tokens[i:i + batch], values[i:i + batch])
                        for i in range(0, len(tokens), batch)])
     return float(-total.mean())
@@ -394,11 +489,16 @@ def validation_nll(model: TinyLM, rows: TokenRows, seed: int, batch: int = 256) 
 def self_play(theta0: TinyLM, rows: TokenRows, val_rows: TokenRows, vocab: Vocab, round0: Encoded, *, f: str,
               beta: float, gamma: float, rounds: int, steps: int, batch: int, n_gen: int, o: Optim,
               max_val_rise: float, negatives: dict[str, bool], rng: np.random.Generator, val_seed: int,
-              log: Log = lambda s: None) -> tuple[TinyLM, list[dict], list[list[dict | None]]]:
+              log: Log = lambda s: None, critic=None, critic_states: list | None = None
+              ) -> tuple[TinyLM, list[dict], list[list[dict | None]]]:
     """T rounds: samples of θt (round 0: `round0`, θ0's) → K steps of L_f(θ; θt) + γ SFT from θt →
     θt+1, kept only if the validation NLL rises by ≤ max_val_rise (relative) over θt's.
+    With `critic` (params Critic: option B) each round instead fits an explicit critic and takes K
+    steps of train_critic_round; its D̂_f and mean v_φ fill the records' divergence / u columns and
+    each round's critic state is appended to `critic_states`. Everything runs on θ0's device.
     Returns (θ_T, per-round records, parsed generated rows of rounds ≥ 1)."""
-    current = build_model(**_config_kwargs(theta0))
+    dev = device_of(theta0)
+    current = build_model(**_config_kwargs(theta0)).to(dev)
     current.load_state_dict(theta0.state_dict())
     current.eval()
     val_nll = validation_nll(current, val_rows, val_seed)
@@ -412,15 +512,22 @@ def self_play(theta0: TinyLM, rows: TokenRows, val_rows: TokenRows, vocab: Vocab
             keep = [i for i, p in enumerate(parsed) if p is not None]
             samples = encode_sampled([ids[i] for i in keep], vocab)
             generated_rows.append(parsed)
-        policy = build_model(**_config_kwargs(theta0))
+        policy = build_model(**_config_kwargs(theta0)).to(dev)
         policy.load_state_dict(current.state_dict())
-        curves = train_self_play_round(policy, current, rows, samples, f, beta, gamma, steps, batch, o, rng)
+        if critic is None:
+            curves = train_self_play_round(policy, current, rows, samples, f, beta, gamma, steps, batch, o, rng)
+        else:
+            curves, state = train_critic_round(policy, current, rows, samples, f, beta, gamma, steps, batch, o, rng,
+                                               critic)
+            if critic_states is not None:
+                critic_states.append(state)
         new_nll = validation_nll(policy, val_rows, val_seed)
         accepted = new_nll <= val_nll * (1 + max_val_rise)
         tail = max(1, steps // 5)
         records.append({"round": t, "f": f, "val_nll_before": val_nll, "val_nll_after": new_nll,
                         "accepted": bool(accepted), "divergence": float(np.mean(curves["divergence"][-tail:])),
-                        "divergence_first": float(np.mean(curves["divergence"][:tail])),
+                        "divergence_first": float(np.mean(curves["divergence"][:tail] if critic is None
+                                                          else curves["critic"][:max(1, critic.steps // 5)])),
                         "u_data": float(np.mean(curves["u_data"][-tail:])),
                         "u_gen": float(np.mean(curves["u_gen"][-tail:])),
                         "n_samples": int(len(samples.tokens)),

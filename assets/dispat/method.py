@@ -164,7 +164,7 @@ def span_nll(model, tokens: torch.Tensor, span: torch.Tensor, n_columns: int, te
     per_col = torch.einsum("bl,blc->bc", nll, onehot)
     if text_columns:
         counts = onehot.sum(dim=1).clamp(min=1)
-        idx = torch.tensor(text_columns)
+        idx = torch.tensor(text_columns, device=per_col.device)
         per_col[:, idx] = per_col[:, idx] / counts[:, idx]
     return per_col
 

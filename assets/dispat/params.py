@@ -78,6 +78,25 @@ class Variants:
 
 
 @dataclass(frozen=True)
+class Critic:
+    """Option B, the explicit critic (assets/dispat/critic.py): the extra method `dispat_critic`
+    (default f, every cell), report-only. Off unless `enabled` (only the gpu profile sets it; the
+    key is absent from base/smoke/cpu so their params hash, and every file they write, stay as
+    they were). Per round: a fresh MLP (`hidden` units, 2 layers) on the frozen θt's hidden
+    states, `steps` AdamW steps at `lr` on `batch` real + `batch` generated rows; then K policy
+    steps mixing the real-row (importance-weighted, share `real_share`) and generated-row
+    (penalty) policy-gradient estimators."""
+
+    enabled: bool = False
+    hidden: int = 256
+    steps: int = 300
+    batch: int = 128
+    lr: float = 0.001
+    weight_decay: float = 0.01
+    real_share: float = 0.5
+
+
+@dataclass(frozen=True)
 class Baselines:
     epochs: int                     # AutoEncoder / DeepSVDD
     text_features: int             # hashed bag-of-words buckets for text columns
@@ -112,6 +131,7 @@ class DispatParams:
     bench_rows: int                 # rows in the speed benchmark
     workers: int
     torch_threads: int
+    critic: Critic = Critic()
 
     def __post_init__(self):
         unknown = sorted(set(self.datasets) - set(DATASETS))
@@ -124,6 +144,8 @@ class DispatParams:
             raise ParamsError(f"alpha must be in (0, 1), got {self.alpha}")
         if not 0 < self.splits.anomaly_fraction < 1:
             raise ParamsError("splits.anomaly_fraction must be in (0, 1)")
+        if not 0 <= self.critic.real_share <= 1:
+            raise ParamsError(f"critic.real_share must be in [0, 1], got {self.critic.real_share}")
         if self.model.d_model % self.model.n_heads:
             raise ParamsError("model.d_model must be divisible by model.n_heads")
 

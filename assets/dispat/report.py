@@ -57,6 +57,22 @@ def _timings(timings: dict[str, pd.DataFrame | None], speed: pd.DataFrame | None
     return pd.DataFrame(rows, columns=METRIC_COLUMNS), "\n".join(lines)
 
 
+def _critic_section(th: pd.DataFrame, rounds: pd.DataFrame) -> list[str]:
+    """Option B rows (gpu profile only; report-only, no claim); nothing when it did not run."""
+    table = benchmark.critic_table(th)
+    if table is None:
+        return []
+    crit = rounds[rounds["f"].str.endswith("_critic")]
+    per_round = crit.groupby(["f", "round"])[["divergence_first", "divergence", "u_data", "u_gen", "val_nll_before",
+                                              "val_nll_after", "accepted"]].mean().reset_index()
+    return ["## Explicit critic (option B, report-only)", "",
+            "dispat_critic: per round a fresh MLP critic D_φ on the frozen θt's final hidden states, trained with the "
+            "f-GAN objective (real train rows vs the round's samples); the policy takes K steps of β·(policy-gradient "
+            "surrogate: importance weights e^{−v_φ} on real rows + penalty on generated rows) + γ·SFT, under the same "
+            "2 % rule. Not a claim. D̂_f here is the critic's estimate (first / last fifth of its steps); u = mean v_φ.",
+            "", markdown_table(table, 4), "", markdown_table(per_round, 4), ""]
+
+
 def build_report(th: pd.DataFrame, scores: pd.DataFrame, al: pd.DataFrame, rounds: pd.DataFrame,
                  sft: pd.DataFrame, matched: pd.DataFrame, pseudo: pd.DataFrame, speed: pd.DataFrame | None,
                  p: DispatParams, timings: dict[str, pd.DataFrame | None]) -> Report:
@@ -88,6 +104,7 @@ def build_report(th: pd.DataFrame, scores: pd.DataFrame, al: pd.DataFrame, round
         "pseudo-anomalies, gated separately).", "", markdown_table(round_table, 4), "",
         "Share of rounds accepted (validation NLL rose ≤ 2 %): " + ", ".join(
             f"{r.f}: {r.accepted:.2f}" for r in accepted.itertuples()), "",
+        *_critic_section(th, rounds),
         "## Policies (mean over seeds)", "", markdown_table(pol, 4), "",
         "## Round-0 pseudo-anomalies (θ0 samples)", "", markdown_table(gen, 4), "",
     ]

@@ -22,6 +22,7 @@ Log = Callable[[str], None]
 SeedFor = Callable[..., int]
 Saver = Callable[..., dict]
 LM_METHODS = ("dispat", "anollm_sft", "anollm_matched")
+CRITIC = "_critic"                  # run label suffix of option B (explicit critic): f "js" → run "js_critic"
 TEXT_COLUMNS = {"synthetic_transactions": ("description",)}
 
 
@@ -161,7 +162,10 @@ def _optim(p: DispatParams, lr: float):
     return Optim(lr, p.train.warmup, p.train.grad_clip, p.train.weight_decay)
 
 
-def _model(p: DispatParams, vocab: S.Vocab, state: dict | None = None, init_seed: int | None = None):
+def _model(p: DispatParams, vocab: S.Vocab, state: dict | None = None, init_seed: int | None = None,
+           device: str = "cpu"):
+    """The LM, initialised on the CPU (seeded: the same weights on every device), loaded from
+    `state` if given, then moved to `device`."""
     import torch
 
     from assets.dispat.lm import build_model
@@ -172,7 +176,15 @@ def _model(p: DispatParams, vocab: S.Vocab, state: dict | None = None, init_seed
     if state is not None:
         m.load_state_dict(state)
     m.eval()
-    return m
+    return m.to(device)
+
+
+def _device(job: dict) -> str:
+    return job.get("device", "cpu")
+
+
+def _cpu_state(model) -> dict:
+    return {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
 
 
 def _load_state(path: str) -> dict:
@@ -192,10 +204,10 @@ def sft_job(job: dict) -> dict:
     vocab = S.Vocab.from_json(job["vocab"])
     rows, val = TokenRows(job["train"], vocab), TokenRows(job["val"], vocab)
     started = time.perf_counter()
-    model = _model(p, vocab, _load_state(job["state"]) if job.get("state") else None, job["init_seed"])
+    model = _model(p, vocab, _load_state(job["state"]) if job.get("state") else None, job["init_seed"], _device(job))
     curve = train_sft(model, rows, job["steps"], job["batch"], _optim(p, job["lr"]),
                       np.random.default_rng(job["stream_seed"]))
-    return {"state": {k: v.clone() for k, v in model.state_dict().items()}, "curve": curve,
+    return {"state": _cpu_state(model), "curve": curve,
             "val_nll": validation_nll(model, val, job["val_seed"]), "seconds": time.perf_counter() - started,
             "params": int(model.n_parameters())}
 
@@ -207,7 +219,7 @@ def sample_job(job: dict) -> dict:
 
     p: DispatParams = job["params"]
     vocab = S.Vocab.from_json(job["vocab"])
-    model = _model(p, vocab, _load_state(job["state"]))
+    model = _model(p, vocab, _load_state(job["state"]), device=_device(job))
     started = time.perf_counter()
     parsed, ids = sample_rows(model, vocab, TokenRows(job["train"], vocab), job["n"],
                               np.random.default_rng(job["sample_seed"]), negatives(job["train"], vocab.schema))
@@ -215,7 +227,9 @@ def sample_job(job: dict) -> dict:
 
 
 def dispat_job(job: dict) -> dict:
-    """T self-play rounds from θ0 with f; round 0 uses θ0's samples (pseudo_anomalies)."""
+    """T self-play rounds from θ0 with f; round 0 uses θ0's samples (pseudo_anomalies). With
+    job["critic"] (params Critic) the rounds use the explicit critic (option B); the run's label
+    (job["label"], default f) names it in the records."""
     _setup(job)
     from assets.dispat.lm import TokenRows, encode_sampled, self_play
 
@@ -223,14 +237,19 @@ def dispat_job(job: dict) -> dict:
     sp = p.self_play
     vocab = S.Vocab.from_json(job["vocab"])
     rows, val = TokenRows(job["train"], vocab), TokenRows(job["val"], vocab)
-    theta0 = _model(p, vocab, _load_state(job["state"]))
+    theta0 = _model(p, vocab, _load_state(job["state"]), device=_device(job))
     round0 = encode_sampled(job["round0_ids"], vocab)
     started = time.perf_counter()
+    critic_states: list[dict] = []
     model, records, generated = self_play(
         theta0, rows, val, vocab, round0, f=job["f"], beta=sp.beta, gamma=sp.gamma, rounds=sp.rounds,
         steps=sp.steps, batch=p.train.batch_size, n_gen=job["n_gen"], o=_optim(p, p.train.continue_lr),
         max_val_rise=sp.max_val_rise, negatives=negatives(job["train"], vocab.schema),
-        rng=np.random.default_rng(job["stream_seed"]), val_seed=job["val_seed"])
+        rng=np.random.default_rng(job["stream_seed"]), val_seed=job["val_seed"], critic=job.get("critic"),
+        critic_states=critic_states)
+    if job.get("label", job["f"]) != job["f"]:
+        for rec in records:
+            rec["f"] = job["label"]
     train_keys = {S.serialise(r, vocab.schema.names) for r in job["train"]}
     for rec, parsed in zip(records[1:], generated):
         ok = [r for r in parsed if r is not None]
@@ -239,8 +258,10 @@ def dispat_job(job: dict) -> dict:
         rec["n_generated"] = len(parsed)
     records[0]["n_generated"] = len(job["round0_ids"])
     records[0]["duplicate_rate"] = float("nan")
-    return {"state": {k: v.clone() for k, v in model.state_dict().items()}, "records": records,
-            "seconds": time.perf_counter() - started}
+    out = {"state": _cpu_state(model), "records": records, "seconds": time.perf_counter() - started}
+    if critic_states:
+        out["critic_state"] = critic_states[-1]
+    return out
 
 
 def score_job(job: dict) -> dict:
@@ -257,7 +278,7 @@ def score_job(job: dict) -> dict:
     out, timing = {}, {}
     attributions = None
     for method, path in job["states"].items():
-        model = _model(p, vocab, _load_state(path))
+        model = _model(p, vocab, _load_state(path), device=_device(job))
         started = time.perf_counter()
         scores, attr = score_rows(model, tr, p.n_permutations, job["perm_seed"])
         timing[method] = time.perf_counter() - started
@@ -285,7 +306,7 @@ def alignment_job(job: dict) -> dict:
 
     p: DispatParams = job["params"]
     vocab = S.Vocab.from_json(job["vocab"])
-    model = _model(p, vocab, _load_state(job["state"]))
+    model = _model(p, vocab, _load_state(job["state"]), device=_device(job))
     parsed, _ = sample_rows(model, vocab, TokenRows(job["train"], vocab), job["n"],
                             np.random.default_rng(job["sample_seed"]), negatives(job["train"], vocab.schema))
     final = [r for r in parsed if r is not None]
@@ -303,12 +324,22 @@ def _blas(n: int):
     return threadpool_limits(limits=n)
 
 
-def run_jobs(fn, jobs: list[dict], workers: int, log: Log, what: str) -> list[dict]:
+def sft_cost(job: dict) -> float:
+    """Relative cost of an SFT job: steps × batch × characters per serialised train row (rows of
+    breast_cancer are twice as long as fair's), for longest-first scheduling."""
+    chars = np.mean([sum(len(k) + len(v) + 4 for k, v in row.items()) for row in job["train"][:64]])
+    return float(job["steps"] * job["batch"] * chars)
+
+
+def run_jobs(fn, jobs: list[dict], workers: int, log: Log, what: str, cost=None) -> list[dict]:
+    """fn(job) for every job on the workers, results in job order. With `cost`, jobs start longest
+    first (each job seeds itself, so the order changes no number, only the idle tail)."""
     started = time.perf_counter()
-    results = []
-    for i, r in enumerate(spawn_imap(fn, jobs, workers)):
-        results.append(r)
-        log(f"{what}: {i + 1}/{len(jobs)} ({time.perf_counter() - started:.0f} s)")
+    order = sorted(range(len(jobs)), key=lambda i: -cost(jobs[i])) if cost else list(range(len(jobs)))
+    results: list = [None] * len(jobs)
+    for k, r in enumerate(spawn_imap(fn, [jobs[i] for i in order], workers)):
+        results[order[k]] = r
+        log(f"{what}: {k + 1}/{len(jobs)} ({time.perf_counter() - started:.0f} s)")
     return results
 
 
@@ -320,9 +351,10 @@ def _cell_inputs(corpus: pd.DataFrame, tok: dict, name: str, seed: int) -> dict:
 
 
 def policy_sft(corpus: pd.DataFrame, tok: dict, p: DispatParams, seed_for: SeedFor, save: Saver, workers: int,
-               log: Log) -> tuple[pd.DataFrame, list[dict]]:
-    """θ0 per cell: `sft_steps` of SFT from a seeded initialisation."""
-    jobs = [{"params": p, "dataset": d, "seed": s, "threads": p.torch_threads, **_cell_inputs(corpus, tok, d, s),
+               log: Log, device: str = "cpu") -> tuple[pd.DataFrame, list[dict]]:
+    """θ0 per cell: `sft_steps` of SFT from a seeded initialisation, on `device`."""
+    jobs = [{"params": p, "dataset": d, "seed": s, "threads": p.torch_threads, "device": device,
+             **_cell_inputs(corpus, tok, d, s),
              "init_seed": seed_for("init", d, s), "stream_seed": seed_for("sft", d, s),
              "val_seed": seed_for("val_order", d, s), "steps": p.train.sft_steps, "batch": p.train.batch_size,
              "lr": p.train.lr} for d, s in cells(p)]
@@ -330,11 +362,12 @@ def policy_sft(corpus: pd.DataFrame, tok: dict, p: DispatParams, seed_for: SeedF
 
 
 def policy_sft_matched(corpus: pd.DataFrame, tok: dict, sft: pd.DataFrame, p: DispatParams, seed_for: SeedFor,
-                       save: Saver, resolve: Callable[[str], str], workers: int, log: Log
+                       save: Saver, resolve: Callable[[str], str], workers: int, log: Log, device: str = "cpu"
                        ) -> tuple[pd.DataFrame, list[dict]]:
     """AnoLLM compute-matched: θ0 + T·K more SFT steps at the continuation rate, each step on
     2 × batch data rows (a self-play step's data + samples: the same tokens per step)."""
-    jobs = [{"params": p, "dataset": d, "seed": s, "threads": p.torch_threads, **_cell_inputs(corpus, tok, d, s),
+    jobs = [{"params": p, "dataset": d, "seed": s, "threads": p.torch_threads, "device": device,
+             **_cell_inputs(corpus, tok, d, s),
              "state": resolve(_ref(sft, d, s)), "init_seed": None, "stream_seed": seed_for("matched", d, s),
              "val_seed": seed_for("val_order", d, s), "steps": p.continuation_steps,
              "batch": 2 * p.train.batch_size, "lr": p.train.continue_lr} for d, s in cells(p)]
@@ -349,11 +382,11 @@ def _ref(frame: pd.DataFrame, name: str, seed: int, **match) -> str:
 
 
 def _policies(jobs, fn, tag, save, workers, log):
-    results = run_jobs(fn, jobs, workers, log, tag)
+    results = run_jobs(fn, jobs, workers, log, tag, cost=sft_cost)
     rows, timings = [], []
     for job, r in zip(jobs, results):
         ref = save(f"{tag}_{job['dataset']}_seed{job['seed']}", r["state"], seed=job["stream_seed"],
-                   loss_curve=r["curve"][::max(1, len(r["curve"]) // 100)])
+                   device=_device(job), loss_curve=r["curve"][::max(1, len(r["curve"]) // 100)])
         rows.append({"dataset": job["dataset"], "seed": job["seed"], **ref, "steps": job["steps"],
                      "batch": job["batch"], "first_loss": float(np.mean(r["curve"][:5])),
                      "final_loss": float(np.mean(r["curve"][-10:])), "val_nll": r["val_nll"],
@@ -368,13 +401,14 @@ def n_gen(p: DispatParams, n_train: int) -> int:
 
 
 def pseudo_anomalies(corpus: pd.DataFrame, tok: dict, sft: pd.DataFrame, p: DispatParams, seed_for: SeedFor,
-                     resolve: Callable[[str], str], workers: int, log: Log) -> tuple[pd.DataFrame, list[dict]]:
+                     resolve: Callable[[str], str], workers: int, log: Log, device: str = "cpu"
+                     ) -> tuple[pd.DataFrame, list[dict]]:
     """Round-0 pseudo-anomalies: N_gen = |train| rows per cell from θ0 by schema-constrained
     decoding; rejected (unparsable) rows kept with parsed = False; duplicate = equals a train row."""
     jobs = []
     for d, s in cells(p):
         inputs = _cell_inputs(corpus, tok, d, s)
-        jobs.append({"params": p, "dataset": d, "seed": s, "threads": p.torch_threads, **inputs,
+        jobs.append({"params": p, "dataset": d, "seed": s, "threads": p.torch_threads, "device": device, **inputs,
                      "state": resolve(_ref(sft, d, s)), "n": n_gen(p, len(inputs["train"])),
                      "sample_seed": seed_for("round0", d, s)})
     results = run_jobs(sample_job, jobs, workers, log, "pseudo-anomalies")
@@ -399,46 +433,68 @@ def _round0(pseudo: pd.DataFrame, name: str, seed: int) -> tuple[list[list[int]]
 
 
 def dispat_runs(p: DispatParams) -> list[tuple[str, int, str]]:
-    """(dataset, seed, f): the default f on every cell, the variants on their cells."""
+    """(dataset, seed, run label): the default f on every cell, the variants on their cells, and
+    with critic.enabled the explicit-critic run (label f + "_critic") on every cell."""
     runs = [(d, s, p.self_play.f) for d, s in cells(p)]
     runs += [(d, s, f) for f in p.variants.fs for d, s in cells(p)
              if d in p.variants.datasets and s in p.variants.seeds and f != p.self_play.f]
+    if p.critic.enabled:
+        runs += [(d, s, p.self_play.f + CRITIC) for d, s in cells(p)]
     return runs
 
 
+def is_critic(label: str) -> bool:
+    return label.endswith(CRITIC)
+
+
+def f_of(label: str) -> str:
+    """The f of a run label ("js", "kl", "js_critic" → "js")."""
+    return label[:-len(CRITIC)] if is_critic(label) else label
+
+
 def policy_dispat(corpus: pd.DataFrame, tok: dict, sft: pd.DataFrame, pseudo: pd.DataFrame, p: DispatParams,
-                  seed_for: SeedFor, save: Saver, resolve: Callable[[str], str], workers: int, log: Log
-                  ) -> tuple[pd.DataFrame, list[dict]]:
-    """θ_T per (cell, f) and one row per round: D̂_f, validation NLL before/after, accepted,
-    samples used, parse and train-duplicate rates of that round's samples."""
+                  seed_for: SeedFor, save: Saver, resolve: Callable[[str], str], workers: int, log: Log,
+                  device: str = "cpu") -> tuple[pd.DataFrame, list[dict]]:
+    """θ_T per (cell, run) and one row per round: D̂_f, validation NLL before/after, accepted,
+    samples used, parse and train-duplicate rates of that round's samples. The `f` column holds
+    the run label (f, or f + "_critic" for option B, whose last critic is saved beside θ_T)."""
     jobs = []
     for d, s, f in dispat_runs(p):
         inputs = _cell_inputs(corpus, tok, d, s)
         ids, _ = _round0(pseudo, d, s)
-        jobs.append({"params": p, "dataset": d, "seed": s, "f": f, "threads": p.torch_threads, **inputs,
+        extra = {"label": f, "critic": p.critic} if is_critic(f) else {}
+        jobs.append({"params": p, "dataset": d, "seed": s, "f": f_of(f), **extra, "threads": p.torch_threads,
+                     "device": device, **inputs,
                      "state": resolve(_ref(sft, d, s)), "round0_ids": ids, "n_gen": n_gen(p, len(inputs["train"])),
                      "stream_seed": seed_for("self_play", d, s, f), "val_seed": seed_for("val_order", d, s)})
     results = run_jobs(dispat_job, jobs, workers, log, "self-play")
     rows, timings = [], []
     for job, r in zip(jobs, results):
-        ref = save(f"dispat_{job['f']}_{job['dataset']}_seed{job['seed']}", r["state"], seed=job["stream_seed"],
-                   rounds=[{k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in rec.items()
-                            if k != "seconds"} for rec in r["records"]])
+        label = job.get("label", job["f"])
+        if "critic_state" in r:
+            save(f"critic_{label}_{job['dataset']}_seed{job['seed']}", r["critic_state"], seed=job["stream_seed"],
+                 device=device)
+        ref = save(f"dispat_{label}_{job['dataset']}_seed{job['seed']}", r["state"], seed=job["stream_seed"],
+                   device=device, rounds=[{k: (None if isinstance(v, float) and not np.isfinite(v) else v)
+                                           for k, v in rec.items() if k != "seconds"} for rec in r["records"]])
         for rec in r["records"]:
             rows.append({"dataset": job["dataset"], "seed": job["seed"], **ref, **{k: v for k, v in rec.items()
                                                                                   if k != "seconds"}})
-        timings.append({"asset": "policy_dispat", "dataset": job["dataset"], "seed": job["seed"], "f": job["f"],
+        timings.append({"asset": "policy_dispat", "dataset": job["dataset"], "seed": job["seed"], "f": label,
                         "seconds": r["seconds"], "steps": p.continuation_steps})
     return pd.DataFrame(rows), timings
 
 
 def method_name(f: str, p: DispatParams) -> str:
+    """Method of a run label: "dispat" (default f), "dispat_kl", "dispat_critic" (default f, option B)."""
+    if is_critic(f):
+        return "dispat_critic" if f_of(f) == p.self_play.f else f"dispat_critic_{f_of(f)}"
     return "dispat" if f == p.self_play.f else f"dispat_{f}"
 
 
 def scores(corpus: pd.DataFrame, tok: dict, sft: pd.DataFrame, matched: pd.DataFrame, dispat: pd.DataFrame,
-           p: DispatParams, seed_for: SeedFor, resolve: Callable[[str], str], workers: int, log: Log
-           ) -> tuple[pd.DataFrame, list[dict]]:
+           p: DispatParams, seed_for: SeedFor, resolve: Callable[[str], str], workers: int, log: Log,
+           device: str = "cpu") -> tuple[pd.DataFrame, list[dict]]:
     """One row per (cell, method, val/test row): the anomaly score; DiSPaT rows carry the
     per-column attribution (JSON). The LMs share the permutation seed of the cell."""
     jobs = []
@@ -446,7 +502,7 @@ def scores(corpus: pd.DataFrame, tok: dict, sft: pd.DataFrame, matched: pd.DataF
         states = {"anollm_sft": resolve(_ref(sft, d, s)), "anollm_matched": resolve(_ref(matched, d, s))}
         for f in sorted(set(dispat.loc[(dispat["dataset"] == d) & (dispat["seed"] == s), "f"])):
             states[method_name(f, p)] = resolve(_ref(dispat, d, s, f=f))
-        jobs.append({"params": p, "dataset": d, "seed": s, "threads": p.torch_threads,
+        jobs.append({"params": p, "dataset": d, "seed": s, "threads": p.torch_threads, "device": device,
                      **_cell_inputs(corpus, tok, d, s), "states": states, "perm_seed": seed_for("score_orders", d, s),
                      "baseline_seed": seed_for("baselines", d, s)})
     results = run_jobs(score_job, jobs, workers, log, "scores")
@@ -472,15 +528,15 @@ def scores(corpus: pd.DataFrame, tok: dict, sft: pd.DataFrame, matched: pd.DataF
 
 
 def alignment(corpus: pd.DataFrame, tok: dict, sft: pd.DataFrame, dispat: pd.DataFrame, pseudo: pd.DataFrame,
-              p: DispatParams, seed_for: SeedFor, resolve: Callable[[str], str], workers: int, log: Log
-              ) -> pd.DataFrame:
+              p: DispatParams, seed_for: SeedFor, resolve: Callable[[str], str], workers: int, log: Log,
+              device: str = "cpu") -> pd.DataFrame:
     """Per cell: C2ST AUC (validation rows vs samples) for θ0 and θ_T, and the validation NLL of
     θ0 and θ_T (no-collapse)."""
     jobs = []
     for d, s in cells(p):
         inputs = _cell_inputs(corpus, tok, d, s)
         _, round0 = _round0(pseudo, d, s)
-        jobs.append({"params": p, "dataset": d, "seed": s, "threads": p.torch_threads, **inputs,
+        jobs.append({"params": p, "dataset": d, "seed": s, "threads": p.torch_threads, "device": device, **inputs,
                      "state": resolve(_ref(dispat, d, s, f=p.self_play.f)), "round0": round0,
                      "n": min(p.c2st_rows, len(inputs["val"])), "sample_seed": seed_for("c2st_samples", d, s),
                      "c2st_seed": seed_for("c2st", d, s)})
@@ -522,10 +578,10 @@ def thresholds(score_frame: pd.DataFrame, p: DispatParams) -> pd.DataFrame:
 
 
 def speed_benchmark(corpus: pd.DataFrame, tok: dict, dispat: pd.DataFrame, p: DispatParams,
-                    resolve: Callable[[str], str]) -> pd.DataFrame:
-    """Wall clock on one thread (a run record): AnoLLM scoring rows/s (n_permutations orders) vs
-    IForest fit + score rows/s on the same rows; greedy sampling rows/s with vs without the KV
-    cache (same rows: asserted equal)."""
+                    resolve: Callable[[str], str], device: str = "cpu") -> pd.DataFrame:
+    """Wall clock on one thread (a run record): AnoLLM scoring rows/s (n_permutations orders, the
+    LM on `device`) vs IForest fit + score rows/s on the same rows (CPU); greedy sampling rows/s
+    with vs without the KV cache (same rows: asserted equal)."""
     import torch
 
     from assets.dispat.baselines import Featurizer, fit_score
@@ -535,7 +591,7 @@ def speed_benchmark(corpus: pd.DataFrame, tok: dict, dispat: pd.DataFrame, p: Di
     d, s = cells(p)[0]
     inputs = _cell_inputs(corpus, tok, d, s)
     vocab = S.Vocab.from_json(inputs["vocab"])
-    model = _model(p, vocab, _load_state(resolve(_ref(dispat, d, s, f=p.self_play.f))))
+    model = _model(p, vocab, _load_state(resolve(_ref(dispat, d, s, f=p.self_play.f))), device=device)
     rows = (inputs["test"] * (1 + p.bench_rows // max(1, len(inputs["test"]))))[:p.bench_rows]
     started = time.perf_counter()
     score_rows(model, TokenRows(rows, vocab), p.n_permutations, 0)

@@ -67,7 +67,8 @@ def generate(model: TinyLM, prompt_tokens: torch.Tensor, prompt_mask: torch.Tens
     log-probabilities are then those of the constrained distribution. use_cache=False
     recomputes the whole prefix at every step (same tokens; a speed baseline).
     stop_when_done ends the loop once every row has emitted `eos` (fewer than max_new columns).
-    The defaults keep the original behaviour."""
+    The defaults keep the original behaviour. Works on the model's device (prompt, generator and
+    model on the same device; CPU tensors as before)."""
     b, p = prompt_tokens.shape
     if p + max_new > model.config.context:
         raise ValueError(f"prompt {p} + {max_new} new tokens exceed the context {model.config.context}")
@@ -76,7 +77,7 @@ def generate(model: TinyLM, prompt_tokens: torch.Tensor, prompt_mask: torch.Tens
     out = model(prompt_tokens, key_mask=mask, positions=positions, use_cache=True)
     cache, logits = out.cache, out.logits[:, -1]
     next_position = positions[:, -1] + mask[:, -1].long()
-    done = torch.zeros(b, dtype=torch.bool)
+    done = torch.zeros(b, dtype=torch.bool, device=prompt_tokens.device)
     tokens, logps, alive = [], [], []
     for _ in range(max_new):
         if logits_hook is not None:
@@ -91,7 +92,7 @@ def generate(model: TinyLM, prompt_tokens: torch.Tensor, prompt_mask: torch.Tens
         live = ~done
         choice = torch.where(live, choice, torch.full_like(choice, pad))
         tokens.append(choice)
-        logps.append(torch.where(live, logp.gather(-1, choice[:, None]).squeeze(-1), torch.zeros(b)))
+        logps.append(torch.where(live, logp.gather(-1, choice[:, None]).squeeze(-1), logp.new_zeros(b)))
         alive.append(live)
         if eos is not None:
             done = done | (choice == eos)
