@@ -27,6 +27,7 @@ PAPERS: dict[str, str] = {
     "skill_recompose": "assets.skill_recompose.definitions",
     "dispat": "assets.dispat.definitions",
     "acc_marl": "assets.acc_marl.definitions",
+    "lari": "assets.lari.definitions",
 }
 
 # external inputs a paper reads when present (relative to the repository root, never
