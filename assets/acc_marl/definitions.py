@@ -47,27 +47,31 @@ def policy(context: dg.AssetExecutionContext, layouts: pd.DataFrame, dfa_pool: p
     jobs = runs.training_jobs(p, layouts, dfa_pool, lambda *k: compute.seed_for(paper.slug, *k),
                               compute.resolved_device())
     progress = Progress(context.log.info, len(jobs), "training")
-    rows, timings = [], []
-    for job, out in zip(jobs, spawn_imap(runs.train_job, jobs, compute.workers(len(jobs), p.workers))):
+    rows, timings = [None] * len(jobs), [None] * len(jobs)
+    workers = compute.workers(len(jobs), p.workers)
+    for i, out in runs.longest_first(runs.train_job, jobs, workers, runs.train_cost, spawn_imap):
+        job = jobs[i]
         name = f"{job['layout']}_{job['variant']}_s{job['seed']}"
         ref = save_checkpoint(artifacts.checkpoint_path(paper.slug, name), out["state"],
                               provenance=compute.provenance(paper.slug), config=job["cfg"].as_dict(),
                               seed=job["train_seed"], device=job["device"], layout=job["layout"],
                               variant=job["variant"])
-        rows.append(runs.policy_row(job, out, ref))
-        timings.append({"asset": "policy", "partition": "", "seed": job["seed"], "dataset": job["layout"],
-                        "method": job["variant"], "metric": "train_seconds", "value": float(out["seconds"])})
-        progress.step(f"{name}: final success {rows[-1]['final_success']:.2f} ({out['seconds']:.0f} s)")
+        rows[i] = runs.policy_row(job, out, ref)
+        timings[i] = {"asset": "policy", "partition": "", "seed": job["seed"], "dataset": job["layout"],
+                      "method": job["variant"], "metric": "train_seconds", "value": float(out["seconds"])}
+        progress.step(f"{name}: final success {rows[i]['final_success']:.2f} ({out['seconds']:.0f} s)")
     artifacts.record_timings(paper.slug, "training", pd.DataFrame(timings))
     return pd.DataFrame(rows)
 
 
 def _rollouts(make_jobs, run_job, layouts: pd.DataFrame, dfa_pool: pd.DataFrame, policy: pd.DataFrame,
-              compute: ComputeResource) -> pd.DataFrame:
-    """Per-episode rows of the rollout jobs `make_jobs` builds for the trained policies, on the workers."""
+              compute: ComputeResource, cost=lambda job: 1.0) -> pd.DataFrame:
+    """Per-episode rows of the rollout jobs `make_jobs` builds for the trained policies, on the
+    workers (longest first by `cost`), in job order."""
     p = paper.params(compute)
     jobs = make_jobs(p, layouts, dfa_pool, policy, lambda *k: compute.seed_for(paper.slug, *k))
-    return pd.concat(list(spawn_imap(run_job, jobs, compute.workers(len(jobs), p.workers))), ignore_index=True)
+    frames = dict(runs.longest_first(run_job, jobs, compute.workers(len(jobs), p.workers), cost, spawn_imap))
+    return pd.concat([frames[i] for i in range(len(jobs))], ignore_index=True)
 
 
 @paper.asset(kinds={"pandas"}, description="Per-episode test rollouts: sampler × {in, OOD} × {random, value} "
@@ -75,7 +79,7 @@ def _rollouts(make_jobs, run_job, layouts: pd.DataFrame, dfa_pool: pd.DataFrame,
              "sampler × split.")
 def eval(context: dg.AssetExecutionContext, layouts: pd.DataFrame, dfa_pool: pd.DataFrame, policy: pd.DataFrame,
          compute: ComputeResource) -> pd.DataFrame:
-    return _rollouts(runs.eval_jobs, runs.eval_job, layouts, dfa_pool, policy, compute)
+    return _rollouts(runs.eval_jobs, runs.eval_job, layouts, dfa_pool, policy, compute, runs.eval_cost)
 
 
 @paper.asset(kinds={"pandas"}, description="Value-argmax assignment vs a Monte-Carlo oracle (instances × rollouts "

@@ -77,12 +77,34 @@ class Encoded:
         return emb[self.tensor(inv)].reshape(*np.shape(ids)[:-1], -1)
 
 
-def _policy_inputs(torch, obs: dict, dfa_ids: np.ndarray, enc: Encoded, net):
-    """Flatten (E, n, ...) observations to (E·n, ...) tensors on the encoder's device."""
+class EmbeddingMemo:
+    """DFA embeddings of a *fixed* network (no-grad rollouts), each pool id encoded once: ids
+    not seen yet are encoded together (Encoded.embed), later calls read the (N, 32) table.
+    Padding changes an embedding only by float rounding (tested), so this is the same map."""
+
+    def __init__(self, enc: Encoded, net):
+        self.enc, self.net = enc, net
+        self.table = enc.torch.zeros(len(enc.n_states), net.encoder.out.out_features, device=enc.device)
+        self.have = np.zeros(len(enc.n_states), dtype=bool)
+
+    def __call__(self, ids: np.ndarray):
+        """ids (..., n) → (..., n·32), like Encoded.embed."""
+        flat = np.asarray(ids).ravel()
+        need = np.unique(flat[~self.have[flat]])
+        if len(need):
+            with self.enc.torch.no_grad():
+                self.table[self.enc.tensor(need)] = self.enc.embed(self.net, need[:, None])
+            self.have[need] = True
+        return self.table[self.enc.tensor(flat)].reshape(*np.shape(ids)[:-1], -1)
+
+
+def _policy_inputs(torch, obs: dict, dfa_ids: np.ndarray, enc: Encoded, net, memo: EmbeddingMemo | None = None):
+    """Flatten (E, n, ...) observations to (E·n, ...) tensors on the encoder's device; DFA
+    features from `memo` when given (no-grad rollouts of a fixed network)."""
     E, n = dfa_ids.shape[:2]
     grid = enc.tensor(obs["grid"].reshape(E * n, *obs["grid"].shape[2:]))
     agent = enc.tensor(obs["agent"].reshape(-1))
-    feats = enc.embed(net, dfa_ids.reshape(E * n, n))
+    feats = (memo or (lambda ids: enc.embed(net, ids)))(dfa_ids.reshape(E * n, n))
     return grid, agent, feats
 
 
@@ -124,11 +146,12 @@ def train(layout: Layout, arrays: PoolArrays, graphs: dict, roots: np.ndarray, c
         starts = np.zeros((T, B), dtype=np.float32)           # step t starts a new episode
         h_start = h.clone() if recurrent else None
         ended = {"success": [], "length": [], "team": []}
+        memo = EmbeddingMemo(enc, net)                      # the network is fixed until the update
         with torch.no_grad():
             for t in range(T):
                 obs = env.observe()
                 ids = own_first(env.init_ids) if recurrent else obs["dfa"]
-                grid, agent, feats = _policy_inputs(torch, obs, ids, enc, net)
+                grid, agent, feats = _policy_inputs(torch, obs, ids, enc, net, memo)
                 if recurrent:
                     h = h * enc.tensor(1.0 - new_episode)[:, None]
                     logits, value, h = net(grid, agent, feats, h)
@@ -150,7 +173,7 @@ def train(layout: Layout, arrays: PoolArrays, graphs: dict, roots: np.ndarray, c
                     ended["team"].append(float(out["team"][e]))
             obs = env.observe()
             ids = own_first(env.init_ids) if recurrent else obs["dfa"]
-            grid, agent, feats = _policy_inputs(torch, obs, ids, enc, net)
+            grid, agent, feats = _policy_inputs(torch, obs, ids, enc, net, memo)
             if recurrent:
                 _, last_v, _ = net(grid, agent, feats, h * enc.tensor(1.0 - new_episode)[:, None])
             else:
@@ -281,6 +304,7 @@ def rollout(torch, net, layout: Layout, arrays: PoolArrays, enc: Encoded, tasks:
     length = np.full(E, max_len, dtype=np.int64)
     final_ids = tasks.copy()
     h = torch.zeros(E * n, 128, device=enc.device) if recurrent else None
+    memo = None if random_policy else EmbeddingMemo(enc, net)
     trace = {"pos": [env.pos.copy()], "ids": [env.ids.copy()], "open": [env.door_open(env.pos)]}
     for _ in range(max_len):
         if random_policy:
@@ -289,7 +313,7 @@ def rollout(torch, net, layout: Layout, arrays: PoolArrays, enc: Encoded, tasks:
             live = np.nonzero(~finished)[0]
             obs = env.observe(env.pos[live], env.ids[live])
             ids = own_first(env.init_ids[live]) if recurrent else obs["dfa"]
-            grid, agent, feats = _policy_inputs(torch, obs, ids, enc, net)
+            grid, agent, feats = _policy_inputs(torch, obs, ids, enc, net, memo)
             rows = enc.tensor((live[:, None] * n + np.arange(n)).ravel())
             with torch.no_grad():
                 if recurrent:

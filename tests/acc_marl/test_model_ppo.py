@@ -46,6 +46,28 @@ def test_embeddings_do_not_depend_on_padding(small):
     torch.testing.assert_close(alone, mixed, atol=1e-6, rtol=1e-5)
 
 
+
+def test_embedding_memo_is_the_encoder_map_filled_lazily(small):
+    """The rollouts' memo returns Encoded.embed's features, whatever order the ids arrive in,
+    and encodes an id only once."""
+    torch.manual_seed(0)
+    net = M.build(torch, 17, 9, 9, 2)
+    enc = ppo.Encoded(torch, small["graphs"], small["arrays"].n_states)
+    memo = ppo.EmbeddingMemo(enc, net)
+    first = np.stack([small["roots"][:4], small["roots"][4:8]], 1)            # (4, n=2)
+    later = np.stack([small["roots"][2:6], np.array(small["big"] + [small["roots"][0]])], 1)
+    got_first, got_later = memo(first), memo(later)
+    assert got_first.shape == (4, 64) and got_later.shape == (4, 64)
+    assert memo.have.sum() == len(np.unique(np.concatenate([first.ravel(), later.ravel()])))
+    with torch.no_grad():
+        torch.testing.assert_close(got_first, enc.embed(net, first), atol=1e-6, rtol=1e-5)
+        torch.testing.assert_close(got_later, enc.embed(net, later), atol=1e-6, rtol=1e-5)
+    calls = []
+    enc_embed = enc.embed
+    enc.embed = lambda n, ids: calls.append(len(ids)) or enc_embed(n, ids)
+    memo(later[::-1])
+    assert calls == []                                                       # all cached: no encoder pass
+
 def test_training_is_deterministic_and_logs_finite(small):
     cfg = ppo.PPOConfig(total_steps=64, n_envs=4, n_steps=16, epochs=1, minibatches=2, max_len=20)
     lay = L.parse(L.ROOMS_2)
@@ -102,3 +124,16 @@ def test_gpu_profile_builds_and_trains_at_tiny_size():
     job = runs.training_jobs(p, layouts, pool, lambda *k: 0)[0]
     out = runs.train_job(job)
     assert out["log"][-1]["steps"] == 32 and np.isfinite(out["log"][-1]["entropy"])
+
+
+def test_longest_first_starts_costly_jobs_first_and_keeps_indices():
+    started = []
+
+    def imap(fn, jobs, workers):
+        started.extend(j["name"] for j in jobs)
+        return map(fn, jobs)
+
+    jobs = [{"name": n, "cost": c} for n, c in (("a", 1), ("b", 3), ("c", 2), ("d", 3))]
+    out = dict(runs.longest_first(lambda j: j["name"].upper(), jobs, 2, lambda j: j["cost"], imap))
+    assert started == ["b", "d", "c", "a"]                      # decreasing cost, ties in job order
+    assert out == {0: "A", 1: "B", 2: "C", 3: "D"}
