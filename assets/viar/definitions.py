@@ -11,6 +11,9 @@ checks.py, benchmark.py and report.py do the work).
               ├─> sample_quality ─┐    throughput, convergence_profile           │
               └───────────────────┴──────────────> benchmark_report ─> claims v1–v6
 
+var_models and viar_models come from one step (the multi-asset ar_models), so all their training
+runs share the worker pool.
+
 Dagster partitions are not used: dataset × model × depth × schedule × seed are columns of
 the tables and parts of the checkpoint names, so one run of the group lets every blocking
 check gate everything downstream of it. Wall-clock seconds (training, sampling) go to the
@@ -21,6 +24,7 @@ import dagster as dg
 import pandas as pd
 
 from assets.common.paper import Paper
+from assets.common.tags import gpu_asset_kwargs
 from assets.viar import benchmark, checks, data, report, runs
 from assets.viar.params import VIARRunParams
 from resources.artifacts import ArtifactsResource
@@ -86,40 +90,43 @@ def token_pyramids(context: dg.AssetExecutionContext, images: pd.DataFrame, msvq
 
 
 # ------------------------------------------------------------------------------ AR models
-def _record_training(context, artifacts: ArtifactsResource, name: str, timing: pd.DataFrame,
-                     frame: pd.DataFrame) -> None:
-    """Training wall clock: metadata for the UI, a run record (data/runs/viar/timings/) for the report."""
-    context.add_output_metadata({"runs": len(frame), "train_seconds_total": float(timing["train_seconds"].sum())})
-    artifacts.record_timings(paper.slug, name, timing)
-
-
 def _training_timing(artifacts: ArtifactsResource) -> pd.DataFrame | None:
     parts = [artifacts.recorded_timings(paper.slug, name) for name in ("var_models", "viar_models")]
     parts = [p for p in parts if p is not None]
     return pd.concat(parts, ignore_index=True)[runs.TRAINING_TIMING] if parts else None
 
 
-@paper.asset(gpu=True, description="Checkpoints: VAR baselines (explicit AdaLN stacks) at every ladder depth × seed, "
-             "same width, tokenizer, steps, batch and optimiser as VIAR.")
-def var_models(context: dg.AssetExecutionContext, token_pyramids: pd.DataFrame, msvq_tokenizer: dict,
-               compute: ComputeResource, artifacts: ArtifactsResource) -> pd.DataFrame:
-    p = paper.params(compute)
-    frame, timing = runs.train_models(runs.var_runs(p), token_pyramids, msvq_tokenizer, p, compute, artifacts,
-                                      context.log.info)
-    _record_training(context, artifacts, "var_models", timing, frame)
-    return frame
+AR_MODELS = {
+    "var_models": ("var", "Checkpoints: VAR baselines (explicit AdaLN stacks) at every ladder depth × seed, same "
+                   "width, tokenizer, steps, batch and optimiser as VIAR."),
+    "viar_models": ("viar", "Checkpoints: VIAR (pre-blocks + one implicit block with Proj([z, x]) + post-blocks) "
+                    "trained with stochastic Jacobian-free backprop (n ~ U{0..N} detached, m ~ U{1..M} with "
+                    "gradient), one per seed."),
+}
+_GPU = gpu_asset_kwargs()
 
 
-@paper.asset(gpu=True, description="Checkpoints: VIAR (pre-blocks + one implicit block with Proj([z, x]) + "
-             "post-blocks) trained with stochastic Jacobian-free backprop (n ~ U{0..N} detached, m ~ U{1..M} with "
-             "gradient), one per seed.")
-def viar_models(context: dg.AssetExecutionContext, token_pyramids: pd.DataFrame, msvq_tokenizer: dict,
-                compute: ComputeResource, artifacts: ArtifactsResource) -> pd.DataFrame:
+@dg.multi_asset(
+    name="ar_models", group_name=paper.slug, pool=_GPU["pool"], op_tags=_GPU["op_tags"], can_subset=True,
+    outs={name: dg.AssetOut(key=paper.key(name), description=text, kinds=_GPU["kinds"], is_required=False)
+          for name, (_, text) in AR_MODELS.items()},
+    ins={name: dg.AssetIn(key=paper.key(name)) for name in ("token_pyramids", "msvq_tokenizer")})
+def ar_models(context: dg.AssetExecutionContext, token_pyramids: pd.DataFrame, msvq_tokenizer: dict,
+              compute: ComputeResource, artifacts: ArtifactsResource):
+    """var_models and viar_models, trained in one step so that all their runs share the worker
+    pool longest first (two steps in the gpu pool ran one after the other and left a worker idle
+    for the last VIAR run). Selecting one of them trains only its runs."""
     p = paper.params(compute)
-    frame, timing = runs.train_models(runs.viar_runs(p), token_pyramids, msvq_tokenizer, p, compute, artifacts,
-                                      context.log.info)
-    _record_training(context, artifacts, "viar_models", timing, frame)
-    return frame
+    chosen = [name for name in AR_MODELS if name in context.selected_output_names]
+    plan = {"var": runs.var_runs(p), "viar": runs.viar_runs(p)}
+    frame, timing = runs.train_models([r for name in chosen for r in plan[AR_MODELS[name][0]]], token_pyramids,
+                                      msvq_tokenizer, p, compute, artifacts, context.log.info)
+    for name in chosen:
+        mine = (frame["kind"] == AR_MODELS[name][0]).to_numpy()
+        part, part_timing = frame[mine].reset_index(drop=True), timing[mine].reset_index(drop=True)
+        artifacts.record_timings(paper.slug, name, part_timing)
+        yield dg.Output(part, output_name=name, metadata={
+            "runs": len(part), "train_seconds_total": float(part_timing["train_seconds"].sum())})
 
 
 # ------------------------------------------------------------------------------ calibrated schedule
@@ -214,7 +221,7 @@ def benchmark_report(context: dg.AssetExecutionContext, sample_quality: pd.DataF
 
 
 PAPER = paper.define(
-    assets=[images, eval_classifier, reference_stats, msvq_tokenizer, token_pyramids, var_models, viar_models,
+    assets=[images, eval_classifier, reference_stats, msvq_tokenizer, token_pyramids, ar_models,
             iteration_schedule, samples, sample_quality, throughput, convergence_profile, memory_profile,
             benchmark_report],
     checks=[
@@ -233,11 +240,11 @@ PAPER = paper.define(
         paper.gate(token_pyramids, "ids_in_range_and_round_trip", "Token ids within [0, V); decode(tokens) ≈ "
                    "encode–decode reconstruction; teacher forcing consistent.", checks.pyramids_valid,
                    additional={"msvq_tokenizer": msvq_tokenizer, "images": images}),
-        paper.gate(var_models, "trained", "Checkpoints reload finite; train CE below the unigram entropy.",
+        paper.gate("var_models", "trained", "Checkpoints reload finite; train CE below the unigram entropy.",
                    checks.models_trained, uses_params=True),
-        paper.gate(viar_models, "trained", "Checkpoints reload finite; train CE below the unigram entropy.",
+        paper.gate("viar_models", "trained", "Checkpoints reload finite; train CE below the unigram entropy.",
                    checks.models_trained, uses_params=True),
-        paper.gate(viar_models, "fixed_point_not_diverging", "Relative fixed-point residual at t = 8 below t = 1 on "
+        paper.gate("viar_models", "fixed_point_not_diverging", "Relative fixed-point residual at t = 8 below t = 1 on "
                    "validation pyramids.", checks.viar_not_diverging,
                    additional={"token_pyramids": token_pyramids, "msvq_tokenizer": msvq_tokenizer}),
         paper.gate(iteration_schedule, "schedule_valid", "One integer count per scale in 1..converged; NLL target "

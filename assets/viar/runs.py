@@ -369,16 +369,32 @@ def train_models(runs: list[tuple[str, str, int, int]], token_pyramids: pd.DataF
 
 
 # ------------------------------------------------------------------------------ calibrated schedule
-def calibrate_job(job: dict) -> dict:
-    """One VIAR run's schedule calibration, in a spawned worker or in this process (same code,
-    same result): the greedy per-scale search on the val pyramids (model.calibrate_schedule),
-    then val FCD of the calibrated and the converged schedule. job: checkpoint, tokenizer and
-    classifier entries, reference (the reference_stats entry), tokens/labels (the val subset),
-    labels_gen, candidates, converged, tolerance, cfg, top_p, top_k, gen_seed, device, threads,
-    deterministic, and the row's dataset/model/seed. Returns the iteration_schedule row."""
+def _val_fcd(job: dict, model, tok, schedule) -> float:
+    """Val FCD of `schedule`'s samples (labels_gen, the job's generator seed) against the val reference."""
     import torch
 
     from assets.viar import metrics
+    from assets.viar import model as Mo
+
+    device = job["device"]
+    gen = torch.Generator(device=device).manual_seed(int(job["gen_seed"]))
+    out = Mo.generate(model, tok, torch.from_numpy(job["labels_gen"]).to(device), schedule, float(job["cfg"]),
+                      float(job["top_p"]), int(job["top_k"]), gen)
+    feats = metrics.extract(load_classifier(job["classifier"]), out["images"].cpu().numpy())
+    return metrics.fcd(feats["penultimate"], load_reference(job["reference"], "val")["penultimate"])
+
+
+def calibrate_job(job: dict) -> dict:
+    """One VIAR run's schedule calibration, in a spawned worker or in this process (same code,
+    same result). job["part"] "search": the greedy per-scale search on the val pyramids
+    (model.calibrate_schedule), then the calibrated schedule's val FCD; "converged": the val
+    FCD of the converged schedule, which does not depend on the search (its own job, so the
+    worker pool stays full). job: checkpoint, tokenizer and classifier entries, reference (the
+    reference_stats entry), tokens/labels (the val subset), labels_gen, candidates, converged,
+    tolerance, cfg, top_p, top_k, gen_seed (both FCDs draw from it), device, threads,
+    deterministic. Returns {"part", "seconds", and "result" + "val_fcd" (search) or "val_fcd"}."""
+    import torch
+
     from assets.viar import model as Mo
 
     worker_torch(job)
@@ -386,31 +402,34 @@ def calibrate_job(job: dict) -> dict:
     model = load_ar(job["checkpoint"]).to(device)
     tok = load_tokenizer(job["tokenizer"]).to(device)
     start = time.monotonic()
+    if job["part"] == "converged":
+        fcd = _val_fcd(job, model, tok, [int(job["converged"])] * len(model.cfg.scales))
+        return {"part": "converged", "val_fcd": fcd, "seconds": time.monotonic() - start}
     result = Mo.calibrate_schedule(model, tok, torch.from_numpy(job["tokens"]).to(device),
                                    torch.from_numpy(job["labels"]).to(device), list(job["candidates"]),
                                    int(job["converged"]), float(job["tolerance"]))
-    converged = [int(job["converged"])] * len(model.cfg.scales)
-    clf = load_classifier(job["classifier"])
-    val_ref = load_reference(job["reference"], "val")
-    val_fcd = {}
-    for name, sched in (("calibrated", result["schedule"]), ("converged", converged)):
-        gen = torch.Generator(device=device).manual_seed(int(job["gen_seed"]))
-        out = Mo.generate(model, tok, torch.from_numpy(job["labels_gen"]).to(device), sched, float(job["cfg"]),
-                          float(job["top_p"]), int(job["top_k"]), gen)
-        feats = metrics.extract(clf, out["images"].cpu().numpy())
-        val_fcd[name] = metrics.fcd(feats["penultimate"], val_ref["penultimate"])
-    row = {"dataset": job["dataset"], "model": job["model"], "seed": int(job["seed"]),
-           "schedule": [int(c) for c in result["schedule"]],
-           "schedule_name": "cal:" + ",".join(str(c) for c in result["schedule"]),
-           "converged_iterations": int(job["converged"]), "tolerance": float(job["tolerance"]),
-           "nll_converged": result["nll_converged"].tolist(),
-           "nll_calibrated": result["nll_calibrated"].tolist(),
-           "nll_total_ratio": float(result["nll_calibrated"].mean() / result["nll_converged"].mean()),
-           "val_fcd_calibrated": val_fcd["calibrated"], "val_fcd_converged": val_fcd["converged"],
-           "flops_calibrated": Mo.sampling_flops(model.cfg, result["schedule"]),
-           "flops_converged": Mo.sampling_flops(model.cfg, converged),
-           "probes": json.dumps(result["probes"])}
-    return {"row": row, "seconds": time.monotonic() - start}
+    fcd = _val_fcd(job, model, tok, result["schedule"])
+    return {"part": "search", "result": result, "val_fcd": fcd, "cfg": model.cfg,
+            "seconds": time.monotonic() - start}
+
+
+def calibration_row(job: dict, search: dict, converged_fcd: float) -> dict:
+    """The iteration_schedule row of one VIAR run from its two calibration jobs."""
+    from assets.viar import model as Mo
+
+    result, cfg = search["result"], search["cfg"]
+    converged = [int(job["converged"])] * len(cfg.scales)
+    return {"dataset": job["dataset"], "model": job["model"], "seed": int(job["seed"]),
+            "schedule": [int(c) for c in result["schedule"]],
+            "schedule_name": "cal:" + ",".join(str(c) for c in result["schedule"]),
+            "converged_iterations": int(job["converged"]), "tolerance": float(job["tolerance"]),
+            "nll_converged": result["nll_converged"].tolist(),
+            "nll_calibrated": result["nll_calibrated"].tolist(),
+            "nll_total_ratio": float(result["nll_calibrated"].mean() / result["nll_converged"].mean()),
+            "val_fcd_calibrated": search["val_fcd"], "val_fcd_converged": converged_fcd,
+            "flops_calibrated": Mo.sampling_flops(cfg, result["schedule"]),
+            "flops_converged": Mo.sampling_flops(cfg, converged),
+            "probes": json.dumps(result["probes"])}
 
 
 def calibrate_schedules(viar_models: pd.DataFrame, token_pyramids: pd.DataFrame, msvq_tokenizer: dict,
@@ -438,13 +457,17 @@ def calibrate_schedules(viar_models: pd.DataFrame, token_pyramids: pd.DataFrame,
                      "top_p": float(s.top_p), "top_k": int(s.top_k),
                      "gen_seed": compute.seed_for(SLUG, "cal-sample", row.seed), "device": device,
                      "threads": compute.torch_threads(p.torch_threads), "deterministic": bool(compute.deterministic)})
+    # every run's search first (the long jobs), then its converged-schedule FCD
+    parts = [{**job, "part": part} for part in ("search", "converged") for job in jobs]
+    outs = list(spawn_imap(calibrate_job, parts, compute.workers(len(parts), int(p.workers))))
     rows = []
-    for out in spawn_imap(calibrate_job, jobs, compute.workers(len(jobs), int(p.workers))):
-        r = out["row"]
+    for i, job in enumerate(jobs):
+        search, conv = outs[i], outs[len(jobs) + i]
+        r = calibration_row(job, search, conv["val_fcd"])
         rows.append(r)
         log(f"{r['dataset']}/seed {r['seed']}: calibrated schedule {r['schedule']} "
             f"(val FCD {r['val_fcd_calibrated']:.2f} vs converged {r['val_fcd_converged']:.2f}, "
-            f"{out['seconds']:.1f} s)")
+            f"{search['seconds'] + conv['seconds']:.1f} s)")
     return pd.DataFrame(rows)
 
 
