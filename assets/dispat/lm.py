@@ -128,6 +128,33 @@ def train_sft(model: TinyLM, rows: TokenRows, steps: int, batch: int, o: Optim, 
     return curve
 
 
+def _policy_logprobs(model: TinyLM, rows: TokenRows, d_tokens: torch.Tensor, d_values: torch.Tensor,
+                     g_tokens: torch.Tensor, g_values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """One forward pass of the policy over [data; samples], both (B, ·) right-padded to one width W
+    (right padding does not change the real positions' log-probabilities under the causal mask).
+    Returns token log-probs (2B, W − 1), their sums over each row's value tokens (2B,), and W."""
+    width = max(d_tokens.shape[1], g_tokens.shape[1])
+    both = torch.cat([_pad_to(d_tokens, width, rows.vocab.pad), _pad_to(g_tokens, width, rows.vocab.pad)])
+    values = torch.cat([_pad_to(d_values, width, False), _pad_to(g_values, width, False)])
+    logp = token_logprobs(model, both)
+    return logp, (logp * values[:, 1:].float()).sum(dim=1), width
+
+
+def _step_with_sft(model: TinyLM, opt, sched, loss: torch.Tensor, logp: torch.Tensor, d_mask: torch.Tensor,
+                   width: int, gamma: float, grad_clip: float) -> torch.Tensor:
+    """loss + γ·SFT (the data half's mean token NLL under its mask; skipped when γ = 0), then one
+    clipped AdamW step and a scheduler step. Returns the total loss."""
+    if gamma:
+        m = _pad_to(d_mask, width, False)[:, 1:].float()
+        loss = loss + gamma * (-(logp[:len(d_mask)] * m).sum() / m.sum().clamp(min=1))
+    opt.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    opt.step()
+    sched.step()
+    return loss
+
+
 def train_self_play_round(model: TinyLM, reference: TinyLM, rows: TokenRows, generated: Encoded, f: str,
                           beta: float, gamma: float, steps: int, batch: int, o: Optim, rng: np.random.Generator
                           ) -> dict[str, list[float]]:
@@ -147,24 +174,9 @@ def train_self_play_round(model: TinyLM, reference: TinyLM, rows: TokenRows, gen
         pick = torch.from_numpy(rng.integers(0, len(g_tokens), size=batch)).to(dev)
         with torch.no_grad():
             ref_data = M.sequence_logprobs(reference, d_tokens, d_values)
-        # one forward pass of the policy over [data; samples] (right padding does not change
-        # the real positions' log-probabilities under the causal mask)
-        gt, gv = g_tokens[pick], g_values[pick]
-        width = max(d_tokens.shape[1], gt.shape[1])
-        both = torch.cat([_pad_to(d_tokens, width, rows.vocab.pad), _pad_to(gt, width, rows.vocab.pad)])
-        values = torch.cat([_pad_to(d_values, width, False), _pad_to(gv, width, False)])
-        logp = token_logprobs(model, both)
-        seq = (logp * values[:, 1:].float()).sum(dim=1)
+        logp, seq, width = _policy_logprobs(model, rows, d_tokens, d_values, g_tokens[pick], g_values[pick])
         lf, u_d, u_g = M.self_play_loss(f, beta, seq[:batch], ref_data, seq[batch:], ref_gen_all[pick])
-        loss = lf
-        if gamma:
-            m = _pad_to(d_mask, width, False)[:, 1:].float()
-            loss = lf + gamma * (-(logp[:batch] * m).sum() / m.sum().clamp(min=1))
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), o.grad_clip)
-        opt.step()
-        sched.step()
+        loss = _step_with_sft(model, opt, sched, lf, logp, d_mask, width, gamma, o.grad_clip)
         curves["loss"].append(loss.item())
         curves["f_loss"].append(lf.item())
         curves["divergence"].append(-lf.item())
@@ -233,23 +245,10 @@ def train_critic_round(model: TinyLM, reference: TinyLM, rows: TokenRows, genera
         ref_data, feats = row_features(reference, d_tokens, d_mask, d_values)
         with torch.no_grad():
             v_data = critic(feats)
-        gt, gv = g_tokens[pick], g_values[pick]
-        width = max(d_tokens.shape[1], gt.shape[1])
-        both = torch.cat([_pad_to(d_tokens, width, rows.vocab.pad), _pad_to(gt, width, rows.vocab.pad)])
-        values = torch.cat([_pad_to(d_values, width, False), _pad_to(gv, width, False)])
-        logp = token_logprobs(model, both)
-        seq = (logp * values[:, 1:].float()).sum(dim=1)
+        logp, seq, width = _policy_logprobs(model, rows, d_tokens, d_values, g_tokens[pick], g_values[pick])
         pg, _ = C.pg_surrogate(f, seq[:batch], ref_data, v_data, seq[batch:], ref_gen_all[pick], v_gen_all[pick],
                                baseline, critic_cfg.real_share)
-        loss = beta * pg
-        if gamma:
-            m = _pad_to(d_mask, width, False)[:, 1:].float()
-            loss = loss + gamma * (-(logp[:batch] * m).sum() / m.sum().clamp(min=1))
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), o.grad_clip)
-        opt.step()
-        sched.step()
+        loss = _step_with_sft(model, opt, sched, beta * pg, logp, d_mask, width, gamma, o.grad_clip)
         curves["loss"].append(loss.item())
         curves["pg_loss"].append(pg.item())
         curves["divergence"].append(estimate)
