@@ -107,7 +107,7 @@ _GPU = gpu_asset_kwargs()
 
 
 @dg.multi_asset(
-    name="ar_models", group_name=paper.slug, pool=_GPU["pool"], op_tags=_GPU["op_tags"], can_subset=True,
+    name=f"{paper.slug}__ar_models", group_name=paper.slug, pool=_GPU["pool"], op_tags=_GPU["op_tags"], can_subset=True,
     outs={name: dg.AssetOut(key=paper.key(name), description=text, kinds=_GPU["kinds"], is_required=False)
           for name, (_, text) in AR_MODELS.items()},
     ins={name: dg.AssetIn(key=paper.key(name)) for name in ("token_pyramids", "msvq_tokenizer")})

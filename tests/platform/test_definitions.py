@@ -29,6 +29,8 @@ def test_paper_exports_and_blocking_gate(slug):
     for asset in paper.assets:
         for key in asset.keys:                          # a multi-asset (viar's ar_models) has several
             assert key.path[0] == slug and asset.group_names_by_key[key] == slug
+        # op names are global in the all-papers job: a multi-asset names its op <slug>__<name> itself
+        assert asset.op.name.startswith(f"{slug}__"), f"{slug}: op {asset.op.name!r} lacks the {slug}__ prefix"
 
 
 def test_asset_keys_unique_across_papers():
@@ -84,7 +86,8 @@ def test_gpu_tags_route_to_gpu_pool():
     for paper in load_papers().values():
         for asset in paper.assets:
             if "dagster-dask/resource_requirements" in asset.op.tags:
-                assert asset.op.pool == "gpu", f"{sorted(k.to_user_string() for k in asset.keys)} ask for a GPU outside the gpu pool"
+                keys = sorted(k.to_user_string() for k in asset.keys)
+                assert asset.op.pool == "gpu", f"{keys} ask for a GPU outside the gpu pool"
 
 
 def test_instance_config_limits_pools_to_one():
