@@ -16,7 +16,7 @@ from assets.acc_marl import checks, runs
 from assets.acc_marl import report as report_mod
 from assets.acc_marl.params import AccMarlParams
 from assets.common.paper import Paper
-from assets.common.parallel import spawn_imap
+from assets.common.parallel import longest_first
 from assets.common.progress import Progress
 from resources.artifacts import ArtifactsResource, save_checkpoint
 from resources.compute import ComputeResource
@@ -49,7 +49,7 @@ def policy(context: dg.AssetExecutionContext, layouts: pd.DataFrame, dfa_pool: p
     progress = Progress(context.log.info, len(jobs), "training")
     rows, timings = [None] * len(jobs), [None] * len(jobs)
     workers = compute.workers(len(jobs), p.workers)
-    for i, out in runs.longest_first(runs.train_job, jobs, workers, runs.train_cost, spawn_imap):
+    for i, out in longest_first(runs.train_job, jobs, workers, [runs.train_cost(j) for j in jobs]):
         job = jobs[i]
         name = f"{job['layout']}_{job['variant']}_s{job['seed']}"
         ref = save_checkpoint(artifacts.checkpoint_path(paper.slug, name), out["state"],
@@ -70,7 +70,7 @@ def _rollouts(make_jobs, run_job, layouts: pd.DataFrame, dfa_pool: pd.DataFrame,
     workers (longest first by `cost`), in job order."""
     p = paper.params(compute)
     jobs = make_jobs(p, layouts, dfa_pool, policy, lambda *k: compute.seed_for(paper.slug, *k))
-    frames = dict(runs.longest_first(run_job, jobs, compute.workers(len(jobs), p.workers), cost, spawn_imap))
+    frames = dict(longest_first(run_job, jobs, compute.workers(len(jobs), p.workers), [cost(j) for j in jobs]))
     return pd.concat([frames[i] for i in range(len(jobs))], ignore_index=True)
 
 

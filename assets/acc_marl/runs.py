@@ -167,14 +167,6 @@ def eval_cost(job: dict) -> float:
     return len(job["cells"]) * (0.1 if job["row"]["variant"] == "random" else 1.0)
 
 
-def longest_first(fn, jobs: list[dict], workers: int, cost, imap):
-    """Yield (index, fn(jobs[index])) for every job, run through `imap(fn, jobs, workers)` in
-    decreasing `cost` (ties keep their order) so no long job runs alone at the end. Each job
-    seeds itself, so the order changes no number."""
-    order = sorted(range(len(jobs)), key=lambda i: -cost(jobs[i]))
-    yield from zip(order, imap(fn, [jobs[i] for i in order], workers))
-
-
 def train_job(job: dict) -> dict:
     """One PPO run (module level: spawn workers call it)."""
     start = time.perf_counter()

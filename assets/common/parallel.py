@@ -19,3 +19,15 @@ def spawn_imap(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -> I
 
     with multiprocessing.get_context("spawn").Pool(min(workers, len(jobs))) as pool:
         yield from pool.imap(fn, jobs)
+
+
+def longest_first(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int,
+                  costs: Sequence[float]) -> Iterator[tuple[int, Any]]:
+    """Yield (index, fn(jobs[index])) for every job, the jobs started through spawn_imap in
+    decreasing costs[index] (ties keep job order) so that no long job runs alone at the end.
+    Results arrive in start order, each with its job's index. Each job seeds itself, so the
+    order changes no number, only the idle tail."""
+    if len(costs) != len(jobs):
+        raise ValueError(f"{len(costs)} costs for {len(jobs)} jobs")
+    order = sorted(range(len(jobs)), key=lambda i: -float(costs[i]))
+    yield from zip(order, spawn_imap(fn, [jobs[i] for i in order], workers))

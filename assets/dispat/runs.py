@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from assets.common.parallel import spawn_imap
+from assets.common.parallel import longest_first
 from assets.dispat import data as D
 from assets.dispat import serialize as S
 from assets.dispat.params import DispatParams
@@ -335,10 +335,10 @@ def run_jobs(fn, jobs: list[dict], workers: int, log: Log, what: str, cost=None)
     """fn(job) for every job on the workers, results in job order. With `cost`, jobs start longest
     first (each job seeds itself, so the order changes no number, only the idle tail)."""
     started = time.perf_counter()
-    order = sorted(range(len(jobs)), key=lambda i: -cost(jobs[i])) if cost else list(range(len(jobs)))
+    costs = [cost(job) for job in jobs] if cost else [0.0] * len(jobs)
     results: list = [None] * len(jobs)
-    for k, r in enumerate(spawn_imap(fn, [jobs[i] for i in order], workers)):
-        results[order[k]] = r
+    for k, (i, r) in enumerate(longest_first(fn, jobs, workers, costs)):
+        results[i] = r
         log(f"{what}: {k + 1}/{len(jobs)} ({time.perf_counter() - started:.0f} s)")
     return results
 

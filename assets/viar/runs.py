@@ -312,7 +312,7 @@ def train_models(runs: list[tuple[str, str, int, int]], token_pyramids: pd.DataF
     The runs are independent (each seeds its own generators, one torch thread each), so they
     go to `compute.workers(len(runs), p.workers)` spawned processes, longest first; the
     checkpoints and rows are the same bytes whichever process trained them (tested)."""
-    from assets.common.parallel import spawn_imap
+    from assets.common.parallel import longest_first
     from assets.viar import model as Mo
 
     a, v = p.ar, p.viar
@@ -332,13 +332,13 @@ def train_models(runs: list[tuple[str, str, int, int]], token_pyramids: pd.DataF
                      "deterministic": bool(compute.deterministic), "device": device, "tf": tf, "tokens": tokens,
                      "labels": labels, "hparams": hparams, "jfb": jfb})
         meta.append((dataset, kind, depth, seed, cfg, run_seed, unigram, jfb))
-    order = sorted(range(len(jobs)), key=lambda i: -run_cost(runs[i][1], runs[i][2], p))   # longest first
+    costs = [run_cost(kind, depth, p) for _, kind, depth, _ in runs]
     workers = compute.workers(len(jobs), int(p.workers))
     log(f"training {len(jobs)} runs on {workers} worker process(es), {compute.torch_threads(p.torch_threads)} "
         f"torch thread(s) each")
     results: dict[int, dict] = {}
     start = time.monotonic()
-    for done, (i, out) in enumerate(zip(order, spawn_imap(train_job, [jobs[i] for i in order], workers)), 1):
+    for done, (i, out) in enumerate(longest_first(train_job, jobs, workers, costs), 1):
         results[i] = out
         dataset, kind, depth, seed, cfg, run_seed, unigram, _ = meta[i]
         log(f"[{done}/{len(jobs)}] {dataset}/{cfg.name}/seed {seed}: CE "
@@ -529,7 +529,7 @@ def draw_samples(runs: list[dict], msvq_tokenizer: dict, p: VIARRunParams, compu
     schedule of one seed draws from the same stream), so the runs go to
     `compute.workers(len(runs), p.workers)` spawned processes, longest first; the files
     are the same bytes whichever process drew them."""
-    from assets.common.parallel import spawn_imap
+    from assets.common.parallel import longest_first
 
     s = p.sampling
     device = compute.resolved_device()
@@ -540,11 +540,11 @@ def draw_samples(runs: list[dict], msvq_tokenizer: dict, p: VIARRunParams, compu
              "gen_seed": compute.seed_for(SLUG, "sample", run["dataset"], run["seed"]), "device": device,
              "threads": compute.torch_threads(p.torch_threads), "deterministic": bool(compute.deterministic)}
             for run in runs]
-    order = sorted(range(len(runs)), key=lambda i: -sampling_cost(runs[i], p))
+    costs = [sampling_cost(run, p) for run in runs]
     workers = compute.workers(len(jobs), int(p.workers))
     results: dict[int, dict] = {}
     start = time.monotonic()
-    for done, (i, out) in enumerate(zip(order, spawn_imap(sample_job, [jobs[i] for i in order], workers)), 1):
+    for done, (i, out) in enumerate(longest_first(sample_job, jobs, workers, costs), 1):
         results[i] = out
         if done % 5 == 0 or done == len(runs):
             log(f"[{done}/{len(runs)}] sampled {runs[i]['model']} {runs[i]['schedule']} seed {runs[i]['seed']} "

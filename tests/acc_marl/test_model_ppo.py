@@ -125,15 +125,3 @@ def test_gpu_profile_builds_and_trains_at_tiny_size():
     out = runs.train_job(job)
     assert out["log"][-1]["steps"] == 32 and np.isfinite(out["log"][-1]["entropy"])
 
-
-def test_longest_first_starts_costly_jobs_first_and_keeps_indices():
-    started = []
-
-    def imap(fn, jobs, workers):
-        started.extend(j["name"] for j in jobs)
-        return map(fn, jobs)
-
-    jobs = [{"name": n, "cost": c} for n, c in (("a", 1), ("b", 3), ("c", 2), ("d", 3))]
-    out = dict(runs.longest_first(lambda j: j["name"].upper(), jobs, 2, lambda j: j["cost"], imap))
-    assert started == ["b", "d", "c", "a"]                      # decreasing cost, ties in job order
-    assert out == {0: "A", 1: "B", 2: "C", 3: "D"}

@@ -1,0 +1,36 @@
+"""assets.common.parallel: results in job order, longest-first starts, indices kept across processes."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from assets.common.parallel import longest_first, spawn_imap
+
+
+def _pid_and_square(job: dict) -> tuple[int, int]:
+    return os.getpid(), job["x"] ** 2
+
+
+def test_longest_first_starts_costly_jobs_first_ties_in_job_order_and_keeps_indices():
+    started = []
+
+    def run(job):
+        started.append(job["name"])
+        return job["name"].upper()
+
+    jobs = [{"name": n} for n in "abcd"]
+    out = list(longest_first(run, jobs, 1, [1, 3, 2, 3]))
+    assert started == ["b", "d", "c", "a"]                      # decreasing cost, ties in job order
+    assert [i for i, _ in out] == [1, 3, 2, 0]                  # results in start order, with their index
+    assert dict(out) == {0: "A", 1: "B", 2: "C", 3: "D"}
+    with pytest.raises(ValueError, match="3 costs for 4 jobs"):
+        list(longest_first(run, jobs, 1, [1, 2, 3]))
+
+
+def test_spawned_workers_return_each_result_with_its_own_index():
+    jobs = [{"x": x} for x in range(6)]
+    out = dict(longest_first(_pid_and_square, jobs, 2, [x % 3 for x in range(6)]))
+    assert {i: sq for i, (_, sq) in out.items()} == {x: x * x for x in range(6)}
+    assert os.getpid() not in {pid for pid, _ in out.values()}  # ran in the spawned processes
+    assert [sq for _, sq in spawn_imap(_pid_and_square, jobs, 2)] == [x * x for x in range(6)]
