@@ -11,14 +11,34 @@ def spawn_imap(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -> I
     processes (spawn, not fork: torch and CUDA state must not be inherited). fn must be a
     module-level function and each job must seed its own generators, so results do not depend
     on the process that ran them or on `workers`.
+
+    After the last result the pool is closed and joined (each worker takes its stop sentinel
+    and exits); it is terminated only on an error or when the caller stops early. Workers reset
+    SIGTERM to its default: a process started with SIGTERM ignored (nohup-style launchers,
+    some CI runners) passes that on, and `Pool.terminate` could then never stop a worker
+    blocked on the task queue — `with Pool(...)` (terminate on exit) hung that way in CI.
     """
     if workers <= 1 or len(jobs) <= 1:
         yield from map(fn, jobs)
         return
     import multiprocessing
 
-    with multiprocessing.get_context("spawn").Pool(min(workers, len(jobs))) as pool:
+    pool = multiprocessing.get_context("spawn").Pool(min(workers, len(jobs)), initializer=_default_sigterm)
+    try:
         yield from pool.imap(fn, jobs)
+        pool.close()
+    except BaseException:
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
+
+
+def _default_sigterm() -> None:
+    """Pool initializer: SIGTERM kills the worker again (see spawn_imap)."""
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def longest_first(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int,

@@ -34,3 +34,30 @@ def test_spawned_workers_return_each_result_with_its_own_index():
     assert {i: sq for i, (_, sq) in out.items()} == {x: x * x for x in range(6)}
     assert os.getpid() not in {pid for pid, _ in out.values()}  # ran in the spawned processes
     assert [sq for _, sq in spawn_imap(_pid_and_square, jobs, 2)] == [x * x for x in range(6)]
+
+
+def _sigterm_disposition(_: int) -> int:
+    import signal
+
+    return int(signal.getsignal(signal.SIGTERM))
+
+
+def _fail_on_two(x: int) -> int:
+    if x == 2:
+        raise RuntimeError("job 2 failed")
+    return x
+
+
+def test_workers_die_on_sigterm_even_when_the_parent_ignores_it_and_errors_stop_the_pool():
+    import signal
+
+    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)    # as under a launcher that ignores SIGTERM
+    try:
+        assert set(spawn_imap(_sigterm_disposition, [0, 1, 2], 2)) == {int(signal.SIG_DFL)}
+        with pytest.raises(RuntimeError, match="job 2 failed"):
+            list(spawn_imap(_fail_on_two, [0, 1, 2, 3], 2))
+        first = spawn_imap(_fail_on_two, [0, 1, 3, 4], 2)
+        assert next(first) == 0
+        first.close()                                            # the caller stops early: terminated, joined
+    finally:
+        signal.signal(signal.SIGTERM, previous)
