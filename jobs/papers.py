@@ -28,6 +28,7 @@ PAPERS: dict[str, str] = {
     "dispat": "assets.dispat.definitions",
     "acc_marl": "assets.acc_marl.definitions",
     "lari": "assets.lari.definitions",
+    "flowtracer": "assets.flowtracer.definitions",
 }
 
 # external inputs a paper reads when present (relative to the repository root, never

@@ -8,11 +8,11 @@ only when its interval lies on the claimed side. Thresholds are module constants
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from assets.common.bootstrap import hierarchical_bootstrap
 from assets.common.claims import Claim, observation, seeds_label
 
 LEVEL = 0.90
@@ -20,37 +20,6 @@ BEATS_BINARY_MARGIN = 0.05        # ILA(HiR) − ILA(GRPO-binary) ≥ 5 points, 
 DENSE_TOLERANCE = 0.01            # ILA(HiR) ≥ ILA(GRPO-dense) − 1 point (CI lower bound)
 BUDGET_FRACTION = 0.75            # HiR reaches GRPO-binary's final ILA with ≤ 75 % of its responses
 METRIC = "ila_greedy"             # validation at temperature 0, as the shipped script
-
-
-@dataclass(frozen=True)
-class BootCI:
-    mean: float
-    low: float
-    high: float
-    seeds: int
-    prompts: int
-
-    def text(self) -> str:
-        return (f"Δ {self.mean:+.3f} [{LEVEL:.0%} CI {self.low:+.3f}, {self.high:+.3f}] "
-                f"({self.seeds} seeds × {self.prompts} prompts, paired hierarchical bootstrap)")
-
-
-def hierarchical_bootstrap(diff: np.ndarray, n_boot: int, seed: int, level: float = LEVEL) -> BootCI:
-    """CI of the mean of diff (S seeds, P prompts): resample seeds, then prompts within each."""
-    diff = np.asarray(diff, dtype=float)
-    if diff.ndim != 2 or diff.size == 0 or not np.isfinite(diff).all():
-        raise ValueError(f"need a finite (seeds, prompts) array, got shape {diff.shape}")
-    s, p = diff.shape
-    rng = np.random.default_rng(seed)
-    means = np.empty(n_boot)
-    for b in range(n_boot):
-        rows = rng.integers(0, s, size=s)
-        cols = rng.integers(0, p, size=(s, p))
-        means[b] = diff[rows[:, None], cols].mean()
-    low, high = np.quantile(means, [0.5 - level / 2, 0.5 + level / 2])
-    if s == 1:          # one seed establishes nothing about seeds
-        low, high = -math.inf, math.inf
-    return BootCI(float(diff.mean()), float(low), float(high), s, p)
 
 
 def final_evals(evals: pd.DataFrame) -> pd.DataFrame:

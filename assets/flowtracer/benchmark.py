@@ -1,0 +1,241 @@
+"""FlowTracer claims: measured tables → Claims — pure numpy/pandas, no Dagster.
+
+Every comparison is paired by SFT seed and test / held-out prompt; its 90 % CI is a paired
+hierarchical bootstrap (seeds resampled, then prompts within each resampled seed;
+assets.common.claims.hierarchical_bootstrap for means, `bootstrap_statistic` below for AUROC and
+odds ratios). A claim holds only when its interval lies on the claimed side. Thresholds are
+module constants, the same at every profile.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from assets.common.bootstrap import hierarchical_bootstrap
+from assets.common.claims import Claim, observation, seeds_label
+from assets.flowtracer import analysis as A
+
+LEVEL = 0.90
+MASK_GAP = 0.05                 # top-τ > random + 0.05 > bottom + 0.05 (answer change)
+AUROC_MIN = 0.75                # relevant vs distractor
+AUROC_GAP = 0.05                # above 1-hop attention and rollout
+OVERHEAD_MAX = 0.045            # flow analysis ≤ 4.5 % of a GRPO step
+HUB_FRACTION = 0.4              # hub enrichment among the top 40 % by τ
+MIDDLE = "1-2"                  # the band the spec calls middle layers
+POINTWISE = ("random", "attention", "entropy")
+PAPER_MASKING = {"flow": (45.9, 14.9), "random": (29.5, 4.5), "bottom": (14.9, 0.5)}
+
+
+def masking_matrix(masking: pd.DataFrame, rule: str, band: str = MIDDLE, metric: str = "answer_changed") -> np.ndarray:
+    """(seeds, prompts) of a masking metric for one rule and layer band."""
+    part = masking[(masking["rule"] == rule) & (masking["band"] == band)]
+    return part.pivot(index="seed", columns="problem", values=metric).sort_index().to_numpy(dtype=float)
+
+
+def bootstrap_statistic(tokens: pd.DataFrame, stat: Callable[[pd.DataFrame], float], n_boot: int, seed: int,
+                        level: float = LEVEL) -> tuple[float, float, float]:
+    """(point, low, high) of mean over seeds of stat(seed's token rows): each replicate resamples
+    seeds, then that seed's problems (all their token rows) with replacement."""
+    seeds = sorted(tokens["seed"].unique())
+    groups = {s: [g for _, g in tokens[tokens["seed"] == s].groupby("problem")] for s in seeds}
+    point = float(np.mean([stat(tokens[tokens["seed"] == s]) for s in seeds]))
+    rng = np.random.default_rng(seed)
+    reps = np.empty(n_boot)
+    for b in range(n_boot):
+        values = []
+        for i in rng.integers(0, len(seeds), size=len(seeds)):
+            g = groups[seeds[i]]
+            pick = rng.integers(0, len(g), size=len(g))
+            values.append(stat(pd.concat([g[j].assign(problem=k) for k, j in enumerate(pick)], ignore_index=True)))
+        reps[b] = np.mean(values)
+    low, high = np.quantile(reps, [0.5 - level / 2, 0.5 + level / 2])
+    if len(seeds) == 1:
+        low, high = -np.inf, np.inf
+    return point, float(low), float(high)
+
+
+def _ci_text(point: float, low: float, high: float) -> str:
+    return f"{point:+.3f} [{LEVEL:.0%} CI {low:+.3f}, {high:+.3f}]"
+
+
+def masking_claim(masking: pd.DataFrame, n_boot: int, seed: int) -> Claim:
+    seeds = sorted(masking["seed"].unique())
+    rates = {r: masking_matrix(masking, r) for r in ("flow", "random", "bottom")}
+    flips = {r: masking_matrix(masking, r, metric="flipped") for r in ("flow", "random", "bottom")}
+    top_vs_random = hierarchical_bootstrap(rates["flow"] - rates["random"], n_boot, seed, LEVEL)
+    random_vs_bottom = hierarchical_bootstrap(rates["random"] - rates["bottom"], n_boot, seed + 1, LEVEL)
+    holds = top_vs_random.low > MASK_GAP and random_vs_bottom.low > MASK_GAP
+    ours = " / ".join(f"{100 * rates[r].mean():.1f}" for r in ("flow", "random", "bottom"))
+    ours_flip = " / ".join(f"{100 * flips[r].mean():.1f}" for r in ("flow", "random", "bottom"))
+    others = ", ".join(f"{r} {100 * masking_matrix(masking, r).mean():.1f}" for r in ("recency", "attention",
+                                                                                       "one_hop", "rollout"))
+    return Claim(
+        "masking", "Masking 20 % of the trace tokens by top flow throughput changes the answer more than random "
+        "masking, which changes it more than bottom-flow masking",
+        "answer change 45.9 / 29.5 / 14.9 %, flips 14.9 / 4.5 / 0.5 % (top / random / bottom)",
+        f"answer change {ours} %, flips {ours_flip} %; top − random {top_vs_random.text()}; "
+        f"random − bottom {random_vs_bottom.text()}", bool(holds),
+        detail=f"criterion: both CI lower bounds > {MASK_GAP}. Other scores' answer change: {others} %.",
+        seeds=seeds_label(seeds))
+
+
+def auroc_claim(tokens: pd.DataFrame, n_boot: int, seed: int, band: str = MIDDLE) -> tuple[Claim, dict]:
+    part = tokens[tokens["band"] == band]
+    seeds = sorted(part["seed"].unique())
+    flow = bootstrap_statistic(part, lambda t: A.relevance_auroc(t, "flow"), n_boot, seed)
+    gaps = {r: bootstrap_statistic(part, lambda t, r=r: A.relevance_auroc(t, "flow") - A.relevance_auroc(t, r),
+                                   n_boot, seed + 1) for r in ("one_hop", "rollout")}
+    base = {r: float(np.mean([A.relevance_auroc(part[part["seed"] == s], r) for s in seeds]))
+            for r in ("one_hop", "rollout", "attention", "recency", "random")}
+    holds = flow[1] >= AUROC_MIN and all(g[1] > AUROC_GAP for g in gaps.values())
+    measured = (f"AUROC(τ) {flow[0]:.3f} [{LEVEL:.0%} CI {flow[1]:.3f}, {flow[2]:.3f}]; − 1-hop "
+                f"{_ci_text(*gaps['one_hop'])}; − rollout {_ci_text(*gaps['rollout'])}")
+    claim = Claim(
+        "backbone", "Flow throughput picks out the tokens that route the question to the answer (relevant vs "
+        "distractor trace steps)", "the backbone links question to answer (qualitative); ours: AUROC ≥ 0.75 and "
+        "≥ 0.05 above 1-hop attention and attention rollout", measured, bool(holds),
+        detail=f"criterion: AUROC CI lower bound ≥ {AUROC_MIN} and both gap CI lower bounds > {AUROC_GAP}. "
+        "Point-wise AUROCs: " + ", ".join(f"{k} {v:.3f}" for k, v in base.items()) + ".", seeds=seeds_label(seeds))
+    return claim, {"auroc_flow": flow[0], **{f"auroc_{k}": v for k, v in base.items()}}
+
+
+def accuracy_auc(evals: pd.DataFrame) -> pd.DataFrame:
+    """Held-out accuracy AUC per method × seed × prompt: the trapezoid mean of the greedy reward
+    over the evaluation steps (step 0 … last), normalised by the step span (so in [0, 1])."""
+    rows = []
+    for (method, seed, prompt), g in evals.groupby(["method", "seed", "prompt"]):
+        g = g.sort_values("step")
+        x, y = g["step"].to_numpy(float), g["reward"].to_numpy(float)
+        span = x[-1] - x[0]
+        auc = float(np.sum((y[1:] + y[:-1]) / 2 * np.diff(x)) / span) if span > 0 else float(y.mean())
+        rows.append({"method": method, "seed": seed, "prompt": prompt, "auc": auc})
+    return pd.DataFrame(rows)
+
+
+def _auc_matrix(auc: pd.DataFrame, method: str) -> np.ndarray | None:
+    part = auc[auc["method"] == method]
+    if part.empty:
+        return None
+    return part.pivot(index="seed", columns="prompt", values="auc").sort_index().to_numpy()
+
+
+def rl_claim(evals: pd.DataFrame, n_boot: int, seed: int) -> tuple[Claim, dict]:
+    auc = accuracy_auc(evals)
+    seeds = sorted(auc["seed"].unique())
+    flow = _auc_matrix(auc, "flowtracer")
+    uniform = _auc_matrix(auc, "uniform")
+    parts, holds, means = [], True, {}
+    for m in sorted(auc["method"].unique()):
+        means[m] = float(_auc_matrix(auc, m).mean())
+    vs_uniform = hierarchical_bootstrap(flow - uniform, n_boot, seed, LEVEL)
+    holds &= vs_uniform.low > 0
+    parts.append(f"flowtracer − uniform {vs_uniform.text()}")
+    for i, m in enumerate(POINTWISE):
+        other = _auc_matrix(auc, m)
+        if other is None:
+            holds = False
+            parts.append(f"{m}: not run")
+            continue
+        ci = hierarchical_bootstrap(flow - other, n_boot, seed + 1 + i, LEVEL)
+        holds &= ci.low > 0
+        parts.append(f"− {m} {_ci_text(ci.mean, ci.low, ci.high)}")
+    bottom = _auc_matrix(auc, "bottom")
+    if bottom is None:
+        holds = False
+        parts.append("bottom: not run")
+    else:
+        ci = hierarchical_bootstrap(bottom - uniform, n_boot, seed + 9, LEVEL)
+        holds &= ci.high < 0
+        parts.append(f"bottom − uniform {_ci_text(ci.mean, ci.low, ci.high)}")
+    measured = "accuracy AUC " + ", ".join(f"{m} {v:.3f}" for m, v in means.items()) + "; " + "; ".join(parts)
+    claim = Claim(
+        "rl_gain", "GRPO with top-40 % flow credit (γ = 1.5) learns faster than uniform GRPO and than point-wise "
+        "credit; crediting the bottom 40 % hurts",
+        "+2.2 … +4.0 math average over GRPO; Countdown 52.6 → 63.2; bottom-k hurts",
+        measured, bool(holds),
+        detail="criterion: flowtracer − uniform and flowtracer − each of random / attention / entropy CI lower "
+        "bounds > 0; bottom − uniform CI upper bound < 0 (held-out greedy accuracy AUC over the GRPO steps).",
+        seeds=seeds_label(seeds))
+    return claim, {f"accuracy_auc_{m}": v for m, v in means.items()}
+
+
+def middle_layers_claim(masking: pd.DataFrame, tokens: pd.DataFrame, n_boot: int, seed: int) -> tuple[Claim, dict]:
+    bands = sorted(masking["band"].unique())
+    others = [b for b in bands if b != MIDDLE]
+    seeds = sorted(masking["seed"].unique())
+    change = {b: masking_matrix(masking, "flow", b) for b in bands}
+    aurocs = {b: float(np.mean([A.relevance_auroc(tokens[(tokens["band"] == b) & (tokens["seed"] == s)], "flow")
+                                for s in seeds])) for b in bands}
+    holds, parts = MIDDLE in bands and bool(others), []
+    for i, b in enumerate(others):
+        ci = hierarchical_bootstrap(change[MIDDLE] - change[b], n_boot, seed + i, LEVEL)
+        part = tokens[tokens["band"].isin([MIDDLE, b])]
+        gap = bootstrap_statistic(
+            part, lambda t, b=b: A.relevance_auroc(t[t["band"] == MIDDLE], "flow")
+            - A.relevance_auroc(t[t["band"] == b], "flow"), n_boot, seed + 10 + i)
+        holds &= ci.low > 0 and gap[1] > 0
+        parts.append(f"vs {b}: masking {_ci_text(ci.mean, ci.low, ci.high)}, AUROC {_ci_text(*gap)}")
+    measured = ("top-τ answer change " + ", ".join(f"{b} {100 * change[b].mean():.1f} %" for b in bands)
+                + "; AUROC " + ", ".join(f"{b} {aurocs[b]:.3f}" for b in bands) + "; " + "; ".join(parts))
+    claim = Claim(
+        "middle_layers", "Flow from the middle layers beats early, late and all layers",
+        "middle layers beat early, late or all (RL ablation)", measured, bool(holds),
+        detail=f"criterion: band {MIDDLE} minus every other band, CI lower bound > 0 for both the top-τ masking "
+        "answer change and the relevance AUROC (analysis of the SFT checkpoints; the RL layer-band ablation is "
+        "gpu-profile work).", seeds=seeds_label(seeds))
+    return claim, {f"auroc_band_{b}": v for b, v in aurocs.items()}
+
+
+def hubs_claim(tokens: pd.DataFrame, n_boot: int, seed: int) -> tuple[Claim, dict]:
+    part = tokens[tokens["band"] == MIDDLE]
+    seeds = sorted(part["seed"].unique())
+    point, low, high = bootstrap_statistic(
+        part, lambda t: float(np.log(A.hub_odds_ratio(t, HUB_FRACTION))), n_boot, seed)
+    share = {c: float(part[part["char"].isin(list(c))].shape[0] / max(1, len(part))) for c in (";", "ABC")}
+    claim = Claim(
+        "hubs", "High-throughput tokens are structural: delimiters and symbolic anchors",
+        "high-τ tokens are delimiters (punctuation, newlines) and symbolic anchors (variable names, operators)",
+        f"odds ratio of `;` or a register letter in the top {HUB_FRACTION:.0%} by τ: {np.exp(point):.2f} "
+        f"[{LEVEL:.0%} CI {np.exp(low):.2f}, {np.exp(high):.2f}]", bool(low > 0),
+        detail="criterion: odds-ratio CI lower bound > 1. `#` is part of the answer region A (absorbing), so it is "
+        f"not among the scored trace tokens. Share of trace tokens: `;` {share[';']:.2f}, letters {share['ABC']:.2f}.",
+        seeds=seeds_label(seeds))
+    return claim, {"hub_odds_ratio": float(np.exp(point))}
+
+
+def overhead_claim(step_times: pd.DataFrame | None) -> tuple[Claim, dict]:
+    """Flow analysis share of a flowtracer GRPO step (median over steps and seeds; wall clock)."""
+    if step_times is None or step_times.empty or "flowtracer" not in set(step_times["method"]):
+        return Claim("overhead", "The flow analysis costs a few % of a step", "2.2–4.5 % of step time",
+                     "not measured in this run", False, volatile=True), {}
+    f = step_times[step_times["method"] == "flowtracer"]
+    share = float((f["seconds_credit"] / f["seconds_step"]).median())
+    u = step_times[step_times["method"] == "uniform"]
+    ratio = float(f["seconds_step"].median() / u["seconds_step"].median()) if len(u) else float("nan")
+    claim = Claim("overhead", "The flow analysis costs a few % of a step", "2.2–4.5 % of step time",
+                  f"flow analysis {share:.1%} of a flowtracer step (median); step time flowtracer / uniform "
+                  f"× {ratio:.2f} (the attention-returning scoring pass included)", bool(share <= OVERHEAD_MAX),
+                  detail=f"criterion: median share ≤ {OVERHEAD_MAX:.1%}. Wall clock, one thread per run.",
+                  seeds=seeds_label(sorted(f["seed"].unique())), volatile=True)
+    return claim, {"overhead_share": share, "step_ratio": ratio}
+
+
+def evaluate_claims(tokens: pd.DataFrame, masking: pd.DataFrame, evals: pd.DataFrame, checkpoints: pd.DataFrame,
+                    step_times: pd.DataFrame | None, n_boot: int, seed: int) -> tuple[list[Claim], dict]:
+    numbers: dict = {}
+    claims = [masking_claim(masking, n_boot, seed)]
+    for build in (lambda: auroc_claim(tokens, n_boot, seed + 100), lambda: rl_claim(evals, n_boot, seed + 200),
+                  lambda: middle_layers_claim(masking, tokens, n_boot, seed + 300),
+                  lambda: hubs_claim(tokens, n_boot, seed + 400), lambda: overhead_claim(step_times)):
+        claim, extra = build()
+        claims.append(claim)
+        numbers.update(extra)
+    claims.append(observation(
+        "sft_warm_start", "SFT warm start in the calibrated accuracy band",
+        "~40–60 % held-out accuracy before RL (the spec's calibration)",
+        f"{int(checkpoints['steps'].iloc[0])} SFT steps; greedy test accuracy "
+        + ", ".join(f"seed {r.seed} {r.test_accuracy:.3f}" for r in checkpoints.itertuples()),
+        seeds=seeds_label(checkpoints["seed"])))
+    return claims, numbers

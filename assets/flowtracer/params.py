@@ -1,0 +1,100 @@
+"""FlowTracer run parameters (params.yaml `flowtracer`), typed and frozen — no Dagster import.
+
+Methods × seeds are table columns and checkpoint-name parts (no partitions). The SFT step count
+is not a parameter: it is calibrated (the first snapshot whose validation accuracy is in
+`sft.band`), and every seed trains for that many steps.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The GRPO credit rules compared (method.CREDIT_RULES): γ = 1.5 on the top 40 % of response
+# tokens by the rule's score, 1 elsewhere; "uniform" is plain GRPO.
+METHODS = ("flowtracer", "uniform", "random", "attention", "entropy", "bottom")
+
+
+@dataclass(frozen=True)
+class DataParams:
+    train: int                      # SFT problems
+    val: int                        # calibration (greedy accuracy every snapshot)
+    test: int                       # checkpoint gate, masking, AUROC
+    rl: int                         # GRPO prompts
+    rl_eval: int                    # held-out accuracy during GRPO
+    min_ops: int
+    max_ops: int
+
+
+@dataclass(frozen=True)
+class ModelParams:
+    n_layers: int
+    d_model: int
+    n_heads: int
+    context: int
+    tie_embeddings: bool            # False: tied embeddings never learned to read a digit (NOTES.md)
+
+
+@dataclass(frozen=True)
+class SFTParams:
+    max_steps: int                  # calibration gives up (gate red) after this many steps
+    snapshot_every: int             # calibration snapshot spacing (the issue's 50)
+    batch_size: int
+    lr: float
+    warmup: int                     # linear lr warm-up steps
+    decay: int                      # cosine lr decay to 0.1 × lr over these steps (0: constant)
+    curriculum: int                 # the first steps train on min_ops problems only (0: off)
+    band: tuple[float, float]       # calibrated validation accuracy band (gate on test accuracy too)
+    stable: int                     # the band must hold at this many consecutive snapshots (1: the issue's rule)
+    val_prompts: int                # validation prompts decoded at each snapshot
+
+
+@dataclass(frozen=True)
+class FlowParams:
+    layers: tuple[int, ...]         # middle layers whose head-mean attention forms W
+    all_layer_bands: tuple[tuple[int, ...], ...]   # bands compared in middle_layers
+    top_fraction: float             # T_high = top 40 % of response tokens
+    gamma: float                    # γ_flow
+    coverage: float                 # backbone: fewest edges carrying this share of the flow
+    drop_bos: bool                  # drop the <bos> sink column from W
+    log_space: bool
+
+
+@dataclass(frozen=True)
+class GRPOParams:
+    steps: int
+    prompts_per_step: int
+    group_size: int                 # G
+    temperature: float
+    clip: float                     # PPO ε
+    lr: float
+    eval_every: int                 # held-out greedy accuracy every this many steps (and at 0)
+
+
+@dataclass(frozen=True)
+class AnalysisParams:
+    mask_fraction: float            # share of trace tokens masked in the causal check
+    prompts: int                    # test prompts analysed per seed (masking, AUROC, hubs)
+
+
+@dataclass(frozen=True)
+class FlowtracerParams:
+    data: DataParams
+    model: ModelParams
+    sft: SFTParams
+    flow: FlowParams
+    grpo: GRPOParams
+    analysis: AnalysisParams
+    methods: tuple[str, ...]
+    seeds: tuple[int, ...]
+    workers: int
+    bootstrap: int                  # bootstrap resamples of the claims' CIs
+    threads: int = 1                # torch threads per run
+
+    def __post_init__(self):
+        unknown = [m for m in self.methods if m not in METHODS]
+        if unknown:
+            raise ValueError(f"unknown methods {unknown}; known: {METHODS}")
+        if "flowtracer" not in self.methods or "uniform" not in self.methods:
+            raise ValueError("methods must include flowtracer and uniform (the claims compare them)")
+        low, high = self.sft.band
+        if not 0 <= low <= high <= 1:
+            raise ValueError(f"sft.band must satisfy 0 ≤ low ≤ high ≤ 1, got {self.sft.band}")

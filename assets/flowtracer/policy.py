@@ -1,0 +1,141 @@
+"""The RegTrace policy: a TinyLM trained by SFT on gold traces, greedy decoding and accuracy —
+torch only, no Dagster.
+
+Sequences are `<bos> prompt trace <eos>` (assets.flowtracer.data), right-padded for training
+(positions 0…, the loss on trace and `<eos>` tokens only) and left-padded for generation
+(assets.common.tiny_lm.sampling: positions count real tokens, so both see the same positions).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from assets.common.tiny_lm.model import TinyLM, TinyLMConfig
+from assets.common.tiny_lm.sampling import generate, left_pad
+from assets.flowtracer import data as D
+
+
+def build_model(n_layers: int, d_model: int, n_heads: int, context: int, tie_embeddings: bool) -> TinyLM:
+    return TinyLM(TinyLMConfig(vocab_size=len(D.VOCAB), d_model=d_model, n_heads=n_heads, n_layers=n_layers,
+                               context=context, tie_embeddings=tie_embeddings))
+
+
+def prompt_ids(prompt: str) -> list[int]:
+    """`<bos>` + prompt tokens: what generation starts from."""
+    return [D.BOS_ID] + D.encode(prompt)
+
+
+@dataclass(frozen=True)
+class SFTExample:
+    ids: list[int]                  # <bos> prompt trace <eos>
+    loss_from: int                  # first target position (the first trace token)
+    n_ops: int
+
+
+def sft_examples(frame) -> list[SFTExample]:
+    return [SFTExample(D.sequence_ids(r.prompt, r.trace), D.trace_start(r.prompt), int(r.n_ops))
+            for r in frame.itertuples()]
+
+
+def curriculum_max_ops(step: int, curriculum: int, min_ops: int, max_ops: int) -> int:
+    """Largest op count allowed at SFT step `step` (1-based): min_ops for the first `curriculum`
+    steps (a warm-up on the shortest problems), max_ops after (and throughout when 0)."""
+    return min_ops if step <= curriculum else max_ops
+
+
+def sft_batch(examples: Sequence[SFTExample], pick: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    """(tokens (b, L) right-padded with <pad>, target mask (b, L − 1): trace and <eos> targets)."""
+    width = max(len(examples[i].ids) for i in pick)
+    tokens = torch.full((len(pick), width), D.PAD_ID, dtype=torch.long)
+    target = torch.zeros((len(pick), width - 1), dtype=torch.bool)
+    for row, i in enumerate(pick):
+        ex = examples[i]
+        tokens[row, :len(ex.ids)] = torch.tensor(ex.ids, dtype=torch.long)
+        target[row, ex.loss_from - 1:len(ex.ids) - 1] = True
+    return tokens, target
+
+
+def learning_rate(step: int, lr: float, warmup: int, decay: int, floor: float = 0.1) -> float:
+    """lr at SFT step `step` (1-based): linear warm-up over `warmup` steps, then a cosine from lr
+    to floor · lr over `decay` steps (constant after; no decay when decay is 0)."""
+    scale = min(1.0, step / warmup) if warmup else 1.0
+    if decay:
+        scale *= floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, step / decay)))
+    return lr * scale
+
+
+def sft_train(model: TinyLM, examples: Sequence[SFTExample], steps: int, batch_size: int, lr: float, warmup: int,
+              curriculum: int, min_ops: int, max_ops: int, rng: np.random.Generator, decay: int = 0,
+              on_snapshot: Callable[[int, float], bool] | None = None, snapshot_every: int = 0,
+              log: Callable[[str], None] | None = None) -> list[float]:
+    """Next-token cross-entropy (nats/token) on trace tokens, AdamW (no weight decay), the
+    `learning_rate` schedule, gradient-norm clip 1, a shortest-problems-first curriculum.
+    Every `snapshot_every` steps calls on_snapshot(step, mean recent loss); training stops
+    early when it returns True.
+    Returns the per-step losses."""
+    if not examples:
+        raise ValueError("no SFT examples")
+    n_ops = np.array([ex.n_ops for ex in examples])
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    losses: list[float] = []
+    model.train()
+    for step in range(1, steps + 1):
+        allowed = np.flatnonzero(n_ops <= curriculum_max_ops(step, curriculum, min_ops, max_ops))
+        pick = rng.choice(allowed, size=min(batch_size, len(allowed)), replace=False)
+        tokens, target = sft_batch(examples, pick)
+        for group in opt.param_groups:
+            group["lr"] = learning_rate(step, lr, warmup, decay)
+        logits = model(tokens[:, :-1]).logits
+        loss = F.cross_entropy(logits[target], tokens[:, 1:][target])
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        losses.append(float(loss.detach()))
+        if log and step % max(1, steps // 10) == 0:
+            log(f"SFT step {step}/{steps}: loss {np.mean(losses[-50:]):.3f}")
+        if on_snapshot is not None and snapshot_every and step % snapshot_every == 0:
+            model.eval()
+            stop = on_snapshot(step, float(np.mean(losses[-snapshot_every:])))
+            model.train()
+            if stop:
+                break
+    model.eval()
+    return losses
+
+
+@torch.no_grad()
+def greedy_traces(model: TinyLM, prompts: Sequence[str], max_new: int, batch_size: int = 256) -> list[str]:
+    """Greedy completions (text after the prompt, cut at the first `<eos>`)."""
+    out: list[str] = []
+    for start in range(0, len(prompts), batch_size):
+        chunk = [prompt_ids(p) for p in prompts[start:start + batch_size]]
+        tokens, mask = left_pad(chunk, D.PAD_ID)
+        samples = generate(model, tokens, mask, max_new, eos=D.EOS_ID, pad=D.PAD_ID, greedy=True,
+                           stop_when_done=True)
+        for row in samples.completion.tolist():
+            out.append(completion_text(row))
+    return out
+
+
+def completion_text(ids: Sequence[int]) -> str:
+    """Decoded completion up to (not including) the first `<eos>`; padding dropped."""
+    kept = []
+    for i in ids:
+        if i == D.EOS_ID:
+            break
+        if i != D.PAD_ID:
+            kept.append(i)
+    return D.decode(kept)
+
+
+def accuracy(model: TinyLM, prompts: Sequence[str], answers: Sequence[int], max_new: int) -> tuple[float, list[float]]:
+    """Greedy accuracy: reward 1 iff the trace parses and its answer is right. (mean, per prompt)."""
+    texts = greedy_traces(model, prompts, max_new)
+    rewards = [D.reward(int(a), t) for a, t in zip(answers, texts, strict=True)]
+    return float(np.mean(rewards)) if rewards else float("nan"), rewards

@@ -1,0 +1,285 @@
+"""What each FlowTracer asset computes, given parameters, seeds and a log function — no Dagster.
+
+SFT seeds and GRPO method × seed runs are independent jobs (module-level functions over plain
+records) run through assets.common.parallel; each job seeds its own generators, so results do
+not depend on the worker that ran it.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from assets.flowtracer import data as D
+from assets.flowtracer.params import FlowtracerParams
+
+Log = Callable[[str], None]
+CHECKPOINT_FIELDS = ("n_layers", "d_model", "n_heads", "context", "tie_embeddings")
+
+
+def dataset(p: FlowtracerParams, rng: np.random.Generator) -> pd.DataFrame:
+    sizes = {"train": p.data.train, "val": p.data.val, "test": p.data.test, "rl": p.data.rl,
+             "rl_eval": p.data.rl_eval}
+    return D.splits(rng, sizes, p.data.min_ops, p.data.max_ops)
+
+
+def split(frame: pd.DataFrame, name: str) -> pd.DataFrame:
+    return frame[frame["split"] == name].reset_index(drop=True)
+
+
+def model_config(p: FlowtracerParams) -> dict:
+    return {k: getattr(p.model, k) for k in CHECKPOINT_FIELDS}
+
+
+def max_new(p: FlowtracerParams) -> int:
+    """Response budget: the longest gold trace (3 tokens per op: letter, digit, `;`; then `#` and
+    the answer) plus `<eos>`."""
+    return 3 * p.data.max_ops + 3
+
+
+def load_policy(ref: dict):
+    """The TinyLM of a checkpoint reference; raises when it was trained on another vocabulary."""
+    from assets.flowtracer.policy import build_model
+    from resources.artifacts import load_checkpoint
+
+    state, sidecar = load_checkpoint(ref)
+    if sidecar.get("vocab_md5") != D.vocab_md5():
+        raise ValueError(f"checkpoint {ref['checkpoint']} was trained on vocabulary {sidecar.get('vocab_md5')}, "
+                         f"not this one ({D.vocab_md5()}): retrain it")
+    model = build_model(**{k: sidecar["config"][k] for k in CHECKPOINT_FIELDS})
+    model.load_state_dict(state)
+    model.eval()
+    return model
+
+
+# ----------------------------------------------------------------------------- SFT
+
+def in_band_run(curve: list[dict], low: float, high: float) -> int:
+    """How many of the latest snapshots in a row have validation accuracy in [low, high]."""
+    run = 0
+    for point in reversed(curve):
+        if not low <= point["val_accuracy"] <= high:
+            break
+        run += 1
+    return run
+
+
+def sft_job(job: dict, log: Log | None = None) -> dict:
+    """Train one SFT seed. job: params, seed, steps (a fixed count) or calibrate=True (stop at
+    the first snapshot whose greedy validation accuracy is in the band), train / val records,
+    path, provenance, threads. Returns the checkpoint reference, the snapshot curve, seconds.
+    log (in-process calls only): a line every 10 snapshots."""
+    import torch
+
+    from assets.flowtracer import policy as P
+    from resources.artifacts import save_checkpoint
+
+    p: FlowtracerParams = job["params"]
+    torch.set_num_threads(job["threads"])
+    torch.manual_seed(job["seed"])
+    model = P.build_model(**model_config(p))
+    examples = P.sft_examples(pd.DataFrame(job["train"]))
+    val = pd.DataFrame(job["val"]).head(p.sft.val_prompts)
+    low, high = p.sft.band
+    curve: list[dict] = []
+
+    def snapshot(step: int, loss: float) -> bool:
+        acc, _ = P.accuracy(model, list(val["prompt"]), list(val["answer"]), max_new(p))
+        curve.append({"step": step, "val_accuracy": acc, "loss": loss})
+        if log and len(curve) % 10 == 0:
+            log(f"SFT step {step}: loss {loss:.3f}, greedy validation accuracy {acc:.3f}")
+        return bool(job["calibrate"] and in_band_run(curve, low, high) >= p.sft.stable)
+
+    steps = p.sft.max_steps if job["calibrate"] else job["steps"]
+    start = time.perf_counter()
+    P.sft_train(model, examples, steps, p.sft.batch_size, p.sft.lr, p.sft.warmup, p.sft.curriculum,
+                p.data.min_ops, p.data.max_ops, np.random.default_rng(job["seed"]), decay=p.sft.decay,
+                on_snapshot=snapshot, snapshot_every=p.sft.snapshot_every if job["calibrate"] else 0)
+    seconds = time.perf_counter() - start
+    trained = curve[-1]["step"] if job["calibrate"] and curve else steps
+    ref = save_checkpoint(Path(job["path"]), model.state_dict(), provenance=job["provenance"],
+                          config=model_config(p), seed=job["seed"], vocab_md5=D.vocab_md5(), sft_steps=trained)
+    return {**ref, "seed": job["seed"], "steps": trained, "curve": curve, "seconds": seconds}
+
+
+def calibrate(frame: pd.DataFrame, p: FlowtracerParams, seed: int, path: Path, provenance: dict, threads: int,
+              log: Log) -> dict:
+    """The calibrated SFT step count: the first snapshot (every snapshot_every steps) whose
+    greedy validation accuracy is in p.sft.band, and was at the p.sft.stable − 1 snapshots
+    before it too, for the first seed. Its checkpoint is that
+    seed's SFT checkpoint (training is deterministic given the seed)."""
+    log(f"calibrating SFT steps: first {p.sft.snapshot_every}-step snapshot with validation accuracy in "
+        f"{list(p.sft.band)} (at most {p.sft.max_steps} steps)")
+    out = sft_job({"params": p, "seed": seed, "calibrate": True, "steps": None, "threads": threads,
+                   "train": split(frame, "train").to_dict("records"), "val": split(frame, "val").to_dict("records"),
+                   "path": str(path), "provenance": provenance}, log)
+    low, high = p.sft.band
+    last = out["curve"][-1] if out["curve"] else {"step": 0, "val_accuracy": float("nan")}
+    out["in_band"] = in_band_run(out["curve"], low, high) >= p.sft.stable
+    log(f"calibrated: {out['steps']} steps, validation accuracy {last['val_accuracy']:.3f} "
+        f"({'in' if out['in_band'] else 'NOT in'} band; {out['seconds']:.0f} s)")
+    return out
+
+
+def sft_checkpoints(frame: pd.DataFrame, calibration: dict, p: FlowtracerParams, seed_for, checkpoint_path,
+                    provenance: dict, workers: int, log: Log) -> pd.DataFrame:
+    """Every SFT seed at the calibrated steps (the first seed is the calibration run itself),
+    with its greedy test accuracy. Columns: seed, sft_seed, steps, checkpoint, md5, test_accuracy,
+    seconds."""
+    from assets.common.parallel import spawn_imap
+    from assets.common.progress import Progress
+
+    train = split(frame, "train").to_dict("records")
+    jobs = [{"params": p, "seed": int(seed_for("sft", s)), "seed_index": s, "calibrate": False,
+             "steps": calibration["steps"], "threads": p.threads, "train": train, "val": [],
+             "path": str(checkpoint_path(f"sft_seed{s}")), "provenance": provenance} for s in p.seeds[1:]]
+    # the first seed is the calibration run (its seconds are in sft_steps' timings)
+    first = {**{k: calibration[k] for k in ("checkpoint", "md5", "steps")}, "seconds": 0.0,
+             "seed": int(seed_for("sft", p.seeds[0]))}
+    progress = Progress(log, len(jobs), "SFT seeds")
+    results = [(p.seeds[0], first)]
+    for job, result in zip(jobs, spawn_imap(sft_job, jobs, workers)):
+        progress.step(f"seed {job['seed_index']}: {result['steps']} steps ({result['seconds']:.0f} s)")
+        results.append((job["seed_index"], result))
+    test = split(frame, "test")
+    rows = []
+    for index, result in results:
+        from assets.flowtracer.policy import accuracy
+
+        model = load_policy(result)
+        acc, _ = accuracy(model, list(test["prompt"]), list(test["answer"]), max_new(p))
+        rows.append({"seed": index, "sft_seed": result["seed"], "steps": result["steps"],
+                     "checkpoint": result["checkpoint"], "md5": result["md5"], "test_accuracy": acc,
+                     "seconds": result["seconds"]})
+        log(f"SFT seed {index}: greedy test accuracy {acc:.3f}")
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- flow analysis
+
+def flow_job(job: dict) -> dict:
+    """Token scores, masking and per-band results for one SFT checkpoint (plain records)."""
+    import torch
+
+    from assets.flowtracer import analysis as A
+
+    p: FlowtracerParams = job["params"]
+    torch.set_num_threads(job["threads"])
+    model = load_policy(job["checkpoint"])
+    problems = pd.DataFrame(job["problems"])
+    tokens, masks, bands = [], [], []
+    for band in p.flow.all_layer_bands:
+        generator = torch.Generator().manual_seed(job["seed"])
+        scored = A.score_tokens(model, problems, band, p.flow.drop_bos, generator)
+        table = A.token_table(problems, scored)
+        masked = A.masking(model, problems, scored, p.analysis.mask_fraction, A.SCORE_RULES, generator)
+        name = "-".join(map(str, band))
+        table["band"] = masked["band"] = name
+        bands.append({"band": name, "conservation_error": float(scored["conservation_error"].max()),
+                      "absorbed_mass_error": float((scored["absorbed_mass"] - 1).abs().max()),
+                      "nan": int(sum(int(torch.isnan(s).sum()) for s in [scored["conservation_error"],
+                                                                           scored["absorbed_mass"]]))})
+        tokens.append(table)
+        masks.append(masked)
+    return {"seed": job["seed_index"], "tokens": pd.concat(tokens).to_dict("records"),
+            "masking": pd.concat(masks).to_dict("records"), "bands": bands}
+
+
+def flow_annotations(frame: pd.DataFrame, checkpoints: pd.DataFrame, p: FlowtracerParams, workers: int,
+                     log: Log) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(tokens, masking, diagnostics) over every SFT seed and layer band, on the first
+    analysis.prompts test problems."""
+    from assets.common.parallel import spawn_imap
+
+    problems = split(frame, "test").head(p.analysis.prompts).to_dict("records")
+    jobs = [{"params": p, "seed": int(r.sft_seed), "seed_index": int(r.seed), "threads": p.threads,
+             "checkpoint": {"checkpoint": r.checkpoint, "md5": r.md5}, "problems": problems}
+            for r in checkpoints.itertuples()]
+    tokens, masks, diags = [], [], []
+    for result in spawn_imap(flow_job, jobs, workers):
+        s = result["seed"]
+        tokens.append(pd.DataFrame(result["tokens"]).assign(seed=s))
+        masks.append(pd.DataFrame(result["masking"]).assign(seed=s))
+        diags += [{**b, "seed": s} for b in result["bands"]]
+        log(f"flow annotations seed {s}: {len(result['tokens'])} token rows over {len(p.flow.all_layer_bands)} bands")
+    return pd.concat(tokens, ignore_index=True), pd.concat(masks, ignore_index=True), pd.DataFrame(diags)
+
+
+# ----------------------------------------------------------------------------- GRPO
+
+def grpo_job(job: dict) -> dict:
+    """One method × seed GRPO run from its SFT checkpoint: per-step statistics and held-out
+    greedy rewards per prompt at every evaluation step (plain records)."""
+    import torch
+
+    from assets.flowtracer import method as M
+    from resources.artifacts import save_checkpoint
+
+    p: FlowtracerParams = job["params"]
+    g = p.grpo
+    torch.set_num_threads(job["threads"])
+    torch.manual_seed(job["seed"])
+    generator = torch.Generator().manual_seed(job["seed"])
+    rng = np.random.default_rng(job["seed"])
+    policy = load_policy(job["checkpoint"])
+    opt = torch.optim.Adam(policy.parameters(), lr=g.lr)
+    train = [(r["prompt"], int(r["answer"])) for r in job["rl"]]
+    held = [(r["prompt"], int(r["answer"])) for r in job["rl_eval"]]
+    evals, steps = [], []
+    start = time.perf_counter()
+
+    def evaluate(step: int) -> None:
+        rewards = M.rewards_by_prompt(policy, held, max_new(p))
+        evals.extend({"step": step, "prompt": i, "reward": float(r)} for i, r in enumerate(rewards))
+
+    evaluate(0)
+    for step in range(1, g.steps + 1):
+        pick = rng.choice(len(train), size=g.prompts_per_step, replace=False)
+        stats = M.grpo_step(policy, opt, [train[i] for i in pick], job["method"], group_size=g.group_size,
+                            max_new=max_new(p), temperature=g.temperature, clip=g.clip, fraction=p.flow.top_fraction,
+                            gamma=p.flow.gamma, layers=p.flow.layers, drop_bos=p.flow.drop_bos,
+                            log_space=p.flow.log_space, generator=generator)
+        steps.append({"step": step, **stats})
+        if step % g.eval_every == 0 or step == g.steps:
+            evaluate(step)
+    seconds = time.perf_counter() - start
+    finite = all(bool(torch.isfinite(t).all()) for t in policy.state_dict().values())
+    ref = save_checkpoint(Path(job["path"]), policy.state_dict(), provenance=job["provenance"],
+                          config=model_config(p), seed=job["seed"], vocab_md5=D.vocab_md5(), method=job["method"])
+    tag = {"method": job["method"], "seed": job["seed_index"]}
+    return {**tag, **ref, "finite": finite, "seconds": seconds, "steps": [{**tag, **s} for s in steps],
+            "evals": [{**tag, **e} for e in evals]}
+
+
+def grpo_runs(frame: pd.DataFrame, checkpoints: pd.DataFrame, p: FlowtracerParams, seed_for, checkpoint_path,
+              provenance: dict, workers: int, log: Log) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Every method × seed from that seed's SFT checkpoint: (runs, evals, steps)."""
+    from assets.common.parallel import longest_first
+    from assets.common.progress import Progress
+
+    rl = split(frame, "rl")[["prompt", "answer"]].to_dict("records")
+    held = split(frame, "rl_eval")[["prompt", "answer"]].to_dict("records")
+    by_seed = {int(r.seed): {"checkpoint": r.checkpoint, "md5": r.md5} for r in checkpoints.itertuples()}
+    jobs = [{"params": p, "method": m, "seed": int(seed_for("grpo", s)), "seed_index": s, "threads": p.threads,
+             "checkpoint": by_seed[s], "rl": rl, "rl_eval": held, "path": str(checkpoint_path(f"grpo_{m}_seed{s}")),
+             "provenance": provenance} for s in p.seeds for m in p.methods]
+    costs = [1.2 if j["method"] in ("flowtracer", "bottom", "attention") else 1.0 for j in jobs]
+    progress = Progress(log, len(jobs), "GRPO runs")
+    runs, evals, steps = [], [], []
+    for _, result in longest_first(grpo_job, jobs, workers, costs):
+        final = [e["reward"] for e in result["evals"] if e["step"] == p.grpo.steps]
+        first = [e["reward"] for e in result["evals"] if e["step"] == 0]
+        progress.step(f"{result['method']}/seed {result['seed']}: held-out accuracy {np.mean(first):.3f} → "
+                      f"{np.mean(final):.3f} ({result['seconds']:.0f} s)")
+        runs.append({k: result[k] for k in ("method", "seed", "checkpoint", "md5", "finite", "seconds")}
+                    | {"steps": len(result["steps"])})
+        evals += result["evals"]
+        steps += result["steps"]
+    order = ["method", "seed"]
+    return (pd.DataFrame(runs).sort_values(order, ignore_index=True),
+            pd.DataFrame(evals).sort_values([*order, "step", "prompt"], ignore_index=True),
+            pd.DataFrame(steps).sort_values([*order, "step"], ignore_index=True))
+

@@ -1,0 +1,107 @@
+"""flowtracer wiring: the smoke group's report, the gates on corrupted inputs, and gating (bad
+input stops every downstream asset)."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from assets.flowtracer import analysis, checks, runs
+from tests.conftest import rerun
+
+
+@pytest.fixture(scope="module")
+def run(smoke):
+    return smoke("flowtracer")
+
+
+def smoke_params():
+    from assets.common.params import parse
+    from assets.flowtracer.params import FlowtracerParams
+    from resources.profiles import load_params
+
+    return parse(FlowtracerParams, load_params("flowtracer", "smoke"), "flowtracer.smoke")
+
+
+def test_smoke_report_has_every_claim_and_the_plots(run):
+    report = run.data_dir / "reports" / "flowtracer"
+    for name in ("grpo_curves", "masking", "credit"):
+        assert (report / "plots" / f"{name}.png").stat().st_size > 1000
+    claims = pd.read_parquet(run.data_dir / "results" / "flowtracer" / "claims.parquet")
+    volatile = {"overhead"}                  # wall clock: a run record (data/runs), not a reproducible row
+    assert set(run.paper.claim_ids) | set(run.paper.observation_ids) == set(claims["claim_id"]) | volatile
+    assert "How this reproduction differs from the paper" in (report / "REPORT.md").read_text()
+
+
+def test_checkpoint_gate_rejects_another_vocabulary_and_an_out_of_band_seed(run, in_smoke_data):
+    frame = run.value("sft_checkpoints")
+    p = smoke_params()
+    assert checks.checkpoints_valid(frame, params=p).passed
+    narrow = type(p.sft)(**{**p.sft.__dict__, "band": (0.9, 1.0)})
+    out_of_band = type(p)(**{**p.__dict__, "sft": narrow})
+    assert "outside [0.9, 1.0]" in checks.checkpoints_valid(frame, params=out_of_band).message()
+    assert not checks.vocab_matches("0" * 32).passed
+
+
+def test_calibration_gate_names_the_best_snapshot():
+    p = smoke_params()
+    narrow = type(p)(**{**p.__dict__, "sft": type(p.sft)(**{**p.sft.__dict__, "band": (0.4, 0.6)})})
+    value = {"steps": 40, "in_band": False, "curve": [{"step": 20, "val_accuracy": 0.1, "loss": 1.0},
+                                                      {"step": 40, "val_accuracy": 0.2, "loss": 0.9}]}
+    message = checks.calibrated(value, params=narrow).message()
+    assert "best 0.200 at step 40" in message
+    assert checks.calibrated({**value, "in_band": True, "curve": [{"step": 20, "val_accuracy": 0.5, "loss": 1}]},
+                             params=narrow).passed
+
+
+def test_flow_gate_catches_broken_conservation_and_nan_scores(run, in_smoke_data):
+    value = run.value("flow_annotations")
+    assert checks.flow_annotations_valid(value).passed
+    diagnostics = pd.DataFrame(value["diagnostics"])
+    tokens = checks._read(value["tokens"])
+    broken = diagnostics.assign(conservation_error=1e-3)
+    assert "conservation error" in checks.flow_valid(broken, tokens).message()
+    nan = tokens.copy()
+    nan.loc[nan.index[0], "flow"] = float("nan")
+    assert "NaN token scores" in checks.flow_valid(diagnostics, nan).message()
+
+
+def test_runs_gate_catches_a_missing_run_and_a_short_evaluation(run, in_smoke_data):
+    value = run.value("grpo_runs")
+    p = smoke_params()
+    table, evals, steps = pd.DataFrame(value["runs"]), checks._read(value["evals"]), checks._read(value["steps"])
+    assert checks.runs_valid(table, evals, steps, params=p).passed
+    message = checks.runs_valid(table.iloc[1:], evals[evals["step"] != 1], steps, params=p).message()
+    assert "runs missing" in message and "evaluated at steps" in message
+
+
+# ----------------------------------------------------------------------------- gating
+
+def test_a_wrong_gold_answer_stops_the_sft(run, tmp_path, monkeypatch):
+    real = runs.dataset
+
+    def corrupted(*args, **kwargs):
+        frame = real(*args, **kwargs)
+        frame.loc[frame.index[0], "answer"] = (int(frame.loc[frame.index[0], "answer"]) + 1) % 10
+        return frame
+
+    monkeypatch.setattr(runs, "dataset", corrupted)
+    seen = rerun(run, ["regtrace_dataset", "sft_steps"], tmp_path / "data")
+    assert seen["checks"]["valid_traces"] is False
+    assert "flowtracer/sft_steps" not in seen["assets"]
+
+
+def test_unsound_flow_stops_the_rl_runs(run, tmp_path, monkeypatch):
+    real = runs.flow_annotations
+
+    def broken(*args, **kwargs):
+        tokens, masking, diagnostics = real(*args, **kwargs)
+        return tokens, masking, diagnostics.assign(absorbed_mass_error=0.5)
+
+    monkeypatch.setattr(runs, "flow_annotations", broken)
+    seen = rerun(run, ["flow_annotations", "grpo_runs"], tmp_path / "data")
+    assert seen["checks"]["conservation"] is False
+    assert "flowtracer/grpo_runs" not in seen["assets"]
+
+
+def test_score_rules_are_the_masking_rules():
+    assert {"flow", "random", "bottom"} <= set(analysis.SCORE_RULES)
