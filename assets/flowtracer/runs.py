@@ -131,6 +131,7 @@ def sft_checkpoints(frame: pd.DataFrame, calibration: dict, p: FlowtracerParams,
     seconds."""
     from assets.common.parallel import spawn_imap
     from assets.common.progress import Progress
+    from assets.flowtracer.policy import accuracy
 
     train = split(frame, "train").to_dict("records")
     jobs = [{"params": p, "seed": int(seed_for("sft", s)), "seed_index": s, "calibrate": False,
@@ -147,8 +148,6 @@ def sft_checkpoints(frame: pd.DataFrame, calibration: dict, p: FlowtracerParams,
     test = split(frame, "test")
     rows = []
     for index, result in results:
-        from assets.flowtracer.policy import accuracy
-
         model = load_policy(result)
         acc, _ = accuracy(model, list(test["prompt"]), list(test["answer"]), max_new(p))
         rows.append({"seed": index, "sft_seed": result["seed"], "steps": result["steps"],
