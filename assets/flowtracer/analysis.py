@@ -141,17 +141,49 @@ def relevance_auroc(tokens: pd.DataFrame, rule: str) -> float:
     return auroc(steps[rule].to_numpy(), (steps["label"] == "R").to_numpy())
 
 
-def hub_odds_ratio(tokens: pd.DataFrame, fraction: float) -> float:
-    """Odds ratio of a structural token (`;` or a register letter) among each problem's top
-    `fraction` trace tokens by τ against the rest (0.5 added to every cell)."""
-    tokens = tokens.reset_index(drop=True)
-    top = np.zeros(len(tokens), dtype=bool)
-    for _, g in tokens.groupby("problem"):
-        k = max(1, int(round(fraction * len(g))))
-        top[g.sort_values("flow", ascending=False, kind="stable").index[:k]] = True
-    structural = tokens["char"].isin(STRUCTURAL).to_numpy()
+def hub_top(tokens: pd.DataFrame, fraction: float, keys: Sequence[str] = ("problem",)) -> np.ndarray:
+    """Whether each row is among its problem's top max(1, round(fraction · n)) trace tokens by τ
+    (ties in row order). keys: the columns that identify a problem (add "seed" for several seeds)."""
+    order = tokens.reset_index(drop=True).sort_values([*keys, "flow"], ascending=[True] * len(keys) + [False],
+                                                      kind="stable")
+    group = order.groupby(list(keys), sort=False)
+    rank = group.cumcount().to_numpy()
+    size = group["flow"].transform("size").to_numpy()
+    top = np.zeros(len(order), dtype=bool)
+    top[order.index.to_numpy()] = rank < np.maximum(1, np.round(fraction * size))
+    return top
+
+
+def odds_ratio(top: np.ndarray, structural: np.ndarray) -> float:
+    """Odds ratio of structural among top against the rest, 0.5 added to every cell."""
+    top, structural = np.asarray(top, bool), np.asarray(structural, bool)
     a = (top & structural).sum() + 0.5
     b = (top & ~structural).sum() + 0.5
     c = (~top & structural).sum() + 0.5
     d = (~top & ~structural).sum() + 0.5
     return float((a / b) / (c / d))
+
+
+def hub_odds_ratio(tokens: pd.DataFrame, fraction: float) -> float:
+    """Odds ratio of a structural token (`;` or a register letter) among each problem's top
+    `fraction` trace tokens by τ against the rest (0.5 added to every cell)."""
+    return odds_ratio(hub_top(tokens, fraction), tokens["char"].isin(STRUCTURAL).to_numpy())
+
+
+def answer_source(tokens: pd.DataFrame) -> np.ndarray:
+    """Whether each row is the letter or digit of its problem's last relevant step: the write the
+    teacher-forced answer copies (its value is the answer). A problem whose queried register is
+    never written in the trace has no source row. tokens: token_table rows of one seed or with a
+    seed column (then grouped by seed and problem)."""
+    keys = ["seed", "problem"] if "seed" in tokens else ["problem"]
+    tokens = tokens.reset_index(drop=True)
+    relevant = tokens["label"] == "R"
+    last = tokens["position"].where(relevant).groupby([tokens[k] for k in keys]).transform("max")
+    return (relevant & (tokens["position"] >= last - 1)).to_numpy()
+
+
+def source_auroc(tokens: pd.DataFrame, rule: str) -> float:
+    """AUROC of a rule's score for the answer-source step tokens against every other step token
+    (letters, digits; relevant or not)."""
+    steps = tokens[tokens["label"].isin(["R", "D"])]
+    return auroc(steps[rule].to_numpy(), answer_source(steps))

@@ -2,7 +2,7 @@
 
 Every comparison is paired by SFT seed and test / held-out prompt; its 90 % CI is a paired
 hierarchical bootstrap (seeds resampled, then prompts within each resampled seed;
-assets.common.claims.hierarchical_bootstrap for means, `bootstrap_statistic` below for AUROC and
+assets.common.bootstrap.hierarchical_bootstrap for means, `bootstrap_statistic` below for AUROC and
 odds ratios). A claim holds only when its interval lies on the claimed side. Thresholds are
 module constants, the same at every profile.
 """
@@ -37,18 +37,21 @@ def masking_matrix(masking: pd.DataFrame, rule: str, band: str = MIDDLE, metric:
 def bootstrap_statistic(tokens: pd.DataFrame, stat: Callable[[pd.DataFrame], float], n_boot: int, seed: int,
                         level: float = LEVEL) -> tuple[float, float, float]:
     """(point, low, high) of mean over seeds of stat(seed's token rows): each replicate resamples
-    seeds, then that seed's problems (all their token rows) with replacement."""
+    seeds, then that seed's problems (all their token rows) with replacement. A resampled copy of
+    a problem keeps its problem id, so stat must not group by problem (precompute per-problem
+    quantities as columns, as hubs_claim does)."""
     seeds = sorted(tokens["seed"].unique())
-    groups = {s: [g for _, g in tokens[tokens["seed"] == s].groupby("problem")] for s in seeds}
-    point = float(np.mean([stat(tokens[tokens["seed"] == s]) for s in seeds]))
+    frames = {s: tokens[tokens["seed"] == s].reset_index(drop=True) for s in seeds}
+    rows = {s: list(frames[s].groupby("problem", sort=True).indices.values()) for s in seeds}
+    point = float(np.mean([stat(frames[s]) for s in seeds]))
     rng = np.random.default_rng(seed)
     reps = np.empty(n_boot)
     for b in range(n_boot):
         values = []
         for i in rng.integers(0, len(seeds), size=len(seeds)):
-            g = groups[seeds[i]]
-            pick = rng.integers(0, len(g), size=len(g))
-            values.append(stat(pd.concat([g[j].assign(problem=k) for k, j in enumerate(pick)], ignore_index=True)))
+            groups = rows[seeds[i]]
+            pick = rng.integers(0, len(groups), size=len(groups))
+            values.append(stat(frames[seeds[i]].iloc[np.concatenate([groups[j] for j in pick])]))
         reps[b] = np.mean(values)
     low, high = np.quantile(reps, [0.5 - level / 2, 0.5 + level / 2])
     if len(seeds) == 1:
@@ -60,13 +63,20 @@ def _ci_text(point: float, low: float, high: float) -> str:
     return f"{point:+.3f} [{LEVEL:.0%} CI {low:+.3f}, {high:+.3f}]"
 
 
+def masking_gaps(masking: pd.DataFrame, n_boot: int, seed: int, band: str = MIDDLE):
+    """(top − random, random − bottom) answer-change CIs at one layer band, and whether both
+    lower bounds exceed MASK_GAP (the masking criterion)."""
+    rates = {r: masking_matrix(masking, r, band) for r in ("flow", "random", "bottom")}
+    top_vs_random = hierarchical_bootstrap(rates["flow"] - rates["random"], n_boot, seed, LEVEL)
+    random_vs_bottom = hierarchical_bootstrap(rates["random"] - rates["bottom"], n_boot, seed + 1, LEVEL)
+    return top_vs_random, random_vs_bottom, bool(top_vs_random.low > MASK_GAP and random_vs_bottom.low > MASK_GAP)
+
+
 def masking_claim(masking: pd.DataFrame, n_boot: int, seed: int) -> Claim:
     seeds = sorted(masking["seed"].unique())
     rates = {r: masking_matrix(masking, r) for r in ("flow", "random", "bottom")}
     flips = {r: masking_matrix(masking, r, metric="flipped") for r in ("flow", "random", "bottom")}
-    top_vs_random = hierarchical_bootstrap(rates["flow"] - rates["random"], n_boot, seed, LEVEL)
-    random_vs_bottom = hierarchical_bootstrap(rates["random"] - rates["bottom"], n_boot, seed + 1, LEVEL)
-    holds = top_vs_random.low > MASK_GAP and random_vs_bottom.low > MASK_GAP
+    top_vs_random, random_vs_bottom, holds = masking_gaps(masking, n_boot, seed)
     ours = " / ".join(f"{100 * rates[r].mean():.1f}" for r in ("flow", "random", "bottom"))
     ours_flip = " / ".join(f"{100 * flips[r].mean():.1f}" for r in ("flow", "random", "bottom"))
     others = ", ".join(f"{r} {100 * masking_matrix(masking, r).mean():.1f}" for r in ("recency", "attention",
@@ -191,8 +201,10 @@ def middle_layers_claim(masking: pd.DataFrame, tokens: pd.DataFrame, n_boot: int
 def hubs_claim(tokens: pd.DataFrame, n_boot: int, seed: int) -> tuple[Claim, dict]:
     part = tokens[tokens["band"] == MIDDLE]
     seeds = sorted(part["seed"].unique())
+    part = part.assign(top=A.hub_top(part, HUB_FRACTION, keys=("seed", "problem")),
+                       structural=part["char"].isin(A.STRUCTURAL).to_numpy())
     point, low, high = bootstrap_statistic(
-        part, lambda t: float(np.log(A.hub_odds_ratio(t, HUB_FRACTION))), n_boot, seed)
+        part, lambda t: float(np.log(A.odds_ratio(t["top"].to_numpy(), t["structural"].to_numpy()))), n_boot, seed)
     share = {c: float(part[part["char"].isin(list(c))].shape[0] / max(1, len(part))) for c in (";", "ABC")}
     claim = Claim(
         "hubs", "High-throughput tokens are structural: delimiters and symbolic anchors",
@@ -222,6 +234,49 @@ def overhead_claim(step_times: pd.DataFrame | None) -> tuple[Claim, dict]:
     return claim, {"overhead_share": share, "step_ratio": ratio}
 
 
+def masking_band_observation(masking: pd.DataFrame, n_boot: int, seed: int) -> Claim:
+    """The ablation behind masking and middle_layers: the masking criterion at every layer band
+    (the claim itself is judged at the spec's band {1, 2} only)."""
+    parts = []
+    for i, band in enumerate(sorted(masking["band"].unique())):
+        top, low, ok = masking_gaps(masking, n_boot, seed + 2 * i, band)
+        parts.append(f"band {band}: top − random {_ci_text(top.mean, top.low, top.high)}, random − bottom "
+                     f"{_ci_text(low.mean, low.low, low.high)} → {'met' if ok else 'not met'}")
+    return observation(
+        "masking_by_band", "Ablation: the masking criterion with W from each layer band",
+        "answer change 45.9 / 29.5 / 14.9 % (top / random / bottom), middle layers", "; ".join(parts),
+        detail=f"criterion as in masking (both CI lower bounds > {MASK_GAP}); report only: the claim is judged at "
+        f"band {MIDDLE}.", seeds=seeds_label(sorted(masking["seed"].unique())))
+
+
+SOURCE_RULES = ("flow", "one_hop", "rollout", "attention", "recency")
+
+
+def source_table(tokens: pd.DataFrame) -> pd.DataFrame:
+    """Per layer band (seed means): AUROC of each score for the answer-source step (the last
+    relevant write, which the teacher-forced answer copies) against every other step token."""
+    rows = [{"band": band, "seed": seed, **{r: A.source_auroc(g, r) for r in SOURCE_RULES}}
+            for (band, seed), g in tokens.groupby(["band", "seed"])]
+    return pd.DataFrame(rows).groupby("band").mean(numeric_only=True).drop(columns="seed").reset_index()
+
+
+def source_observation(tokens: pd.DataFrame, masking: pd.DataFrame) -> Claim:
+    """The ablation behind backbone and masking: does the checkpoint read its answer from the
+    answer-source step at all (teacher-forced answer accuracy), and does τ point at that step?"""
+    table = source_table(tokens).set_index("band")
+    unmasked = masking[(masking["rule"] == "flow") & (masking["band"] == MIDDLE)]
+    per_seed = unmasked.groupby("seed")["base_correct"].mean()
+    return observation(
+        "answer_source", "Ablation: on the gold trace the answer is a copy of the last relevant write; does the "
+        "SFT checkpoint read it from there, and does τ point at it?",
+        "the paper's models solve their tasks (the backbone routes question → answer)",
+        f"teacher-forced answer accuracy {per_seed.mean():.3f} (seeds " + ", ".join(f"{v:.3f}" for v in per_seed)
+        + "); AUROC of the answer-source step vs other steps: " + ", ".join(
+            f"band {b}: τ {r['flow']:.3f}, 1-hop {r['one_hop']:.3f}" for b, r in table.iterrows()),
+        detail="a checkpoint that copied the answer from its source would score 1.0 teacher-forced and put most "
+        "answer-conditioned flow on that step (AUROC near 1); report only.", seeds=seeds_label(per_seed.index))
+
+
 def evaluate_claims(tokens: pd.DataFrame, masking: pd.DataFrame, evals: pd.DataFrame, checkpoints: pd.DataFrame,
                     step_times: pd.DataFrame | None, n_boot: int, seed: int) -> tuple[list[Claim], dict]:
     numbers: dict = {}
@@ -232,6 +287,8 @@ def evaluate_claims(tokens: pd.DataFrame, masking: pd.DataFrame, evals: pd.DataF
         claim, extra = build()
         claims.append(claim)
         numbers.update(extra)
+    claims.append(masking_band_observation(masking, n_boot, seed + 500))
+    claims.append(source_observation(tokens, masking))
     claims.append(observation(
         "sft_warm_start", "SFT warm start in the calibrated accuracy band",
         "~40–60 % held-out accuracy before RL (the spec's calibration)",

@@ -153,5 +153,5 @@ PAPER = paper.define(
                    uses_params=True),
     ],
     claims=["masking", "backbone", "rl_gain", "middle_layers", "hubs", "overhead"],
-    observations=["sft_warm_start"],
+    observations=["masking_by_band", "answer_source", "sft_warm_start"],
 )

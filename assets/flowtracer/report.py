@@ -102,6 +102,13 @@ def build_report(tokens: pd.DataFrame, masking: pd.DataFrame, evals: pd.DataFram
         markdown_table(mask_table.reset_index(), digits=1), "",
         "## Relevance AUROC of each score (relevant vs distractor trace steps), by layer band", "",
         markdown_table(auroc, digits=3), "",
+        "## Ablation: does the checkpoint read its answer from the answer-source step?", "",
+        "On a teacher-forced gold trace the answer is a copy of the last relevant write (the answer-source step). "
+        f"Teacher-forced answer accuracy at `#` (layers-{B.MIDDLE} rows, per seed): "
+        + ", ".join(f"seed {s} {v:.3f}" for s, v in middle[middle["rule"] == "flow"].groupby("seed")["base_correct"]
+                    .mean().items())
+        + ". AUROC of each score for the answer-source step against every other step token, by layer band:", "",
+        markdown_table(B.source_table(tokens), digits=3), "",
         "## GRPO: held-out greedy accuracy (seed mean) and accuracy AUC per seed", "",
         markdown_table(rl_table, digits=3), "",
         "## GRPO step statistics (mean over steps and seeds)", "", markdown_table(step_stats, digits=3), "",

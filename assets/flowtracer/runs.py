@@ -102,7 +102,11 @@ def sft_job(job: dict, log: Log | None = None) -> dict:
     trained = curve[-1]["step"] if job["calibrate"] and curve else steps
     ref = save_checkpoint(Path(job["path"]), model.state_dict(), provenance=job["provenance"],
                           config=model_config(p), seed=job["seed"], vocab_md5=D.vocab_md5(), sft_steps=trained)
-    return {**ref, "seed": job["seed"], "steps": trained, "curve": curve, "seconds": seconds}
+    out = {**ref, "seed": job["seed"], "steps": trained, "curve": curve, "seconds": seconds}
+    if job.get("test"):
+        test = pd.DataFrame(job["test"])
+        out["test_accuracy"], _ = P.accuracy(model, list(test["prompt"]), list(test["answer"]), max_new(p))
+    return out
 
 
 def calibrate(frame: pd.DataFrame, p: FlowtracerParams, seed: int, path: Path, provenance: dict, threads: int,
@@ -127,15 +131,17 @@ def calibrate(frame: pd.DataFrame, p: FlowtracerParams, seed: int, path: Path, p
 def sft_checkpoints(frame: pd.DataFrame, calibration: dict, p: FlowtracerParams, seed_for, checkpoint_path,
                     provenance: dict, workers: int, log: Log) -> pd.DataFrame:
     """Every SFT seed at the calibrated steps (the first seed is the calibration run itself),
-    with its greedy test accuracy. Columns: seed, sft_seed, steps, checkpoint, md5, test_accuracy,
-    seconds."""
+    with its greedy test accuracy (measured in the worker that trained it). Columns: seed,
+    sft_seed, steps, checkpoint, md5, test_accuracy, test_prompts, seconds."""
     from assets.common.parallel import spawn_imap
     from assets.common.progress import Progress
     from assets.flowtracer.policy import accuracy
 
     train = split(frame, "train").to_dict("records")
+    test = split(frame, "test")
     jobs = [{"params": p, "seed": int(seed_for("sft", s)), "seed_index": s, "calibrate": False,
              "steps": calibration["steps"], "threads": p.threads, "train": train, "val": [],
+             "test": test[["prompt", "answer"]].to_dict("records"),
              "path": str(checkpoint_path(f"sft_seed{s}")), "provenance": provenance} for s in p.seeds[1:]]
     # the first seed is the calibration run (its seconds are in sft_steps' timings)
     first = {**{k: calibration[k] for k in ("checkpoint", "md5", "steps")}, "seconds": 0.0,
@@ -145,14 +151,14 @@ def sft_checkpoints(frame: pd.DataFrame, calibration: dict, p: FlowtracerParams,
     for job, result in zip(jobs, spawn_imap(sft_job, jobs, workers)):
         progress.step(f"seed {job['seed_index']}: {result['steps']} steps ({result['seconds']:.0f} s)")
         results.append((job["seed_index"], result))
-    test = split(frame, "test")
     rows = []
     for index, result in results:
-        model = load_policy(result)
-        acc, _ = accuracy(model, list(test["prompt"]), list(test["answer"]), max_new(p))
+        acc = result.get("test_accuracy")
+        if acc is None:          # the calibration run's checkpoint, measured here
+            acc, _ = accuracy(load_policy(result), list(test["prompt"]), list(test["answer"]), max_new(p))
         rows.append({"seed": index, "sft_seed": result["seed"], "steps": result["steps"],
                      "checkpoint": result["checkpoint"], "md5": result["md5"], "test_accuracy": acc,
-                     "seconds": result["seconds"]})
+                     "test_prompts": len(test), "seconds": result["seconds"]})
         log(f"SFT seed {index}: greedy test accuracy {acc:.3f}")
     return pd.DataFrame(rows)
 

@@ -37,6 +37,17 @@ def test_hub_odds_ratio_known_answer():
     assert A.hub_odds_ratio(tokens, 0.4) == pytest.approx(expected)
 
 
+def test_hub_top_is_per_problem_with_ties_in_row_order():
+    # problem 0: 5 tokens, round(0.4·5) = 2 on top, the tie at 3 goes to the earlier row;
+    # problem 1: 1 token, at least one on top; seed 1 repeats problem 0 and is its own problem
+    tokens = pd.DataFrame({"seed": [0] * 6 + [1] * 5, "problem": [0] * 5 + [1] + [0] * 5,
+                           "flow": [1.0, 3.0, 3.0, 0.5, 2.0, 9.0, 1.0, 3.0, 3.0, 0.5, 2.0]})
+    top = A.hub_top(tokens, 0.4, keys=("seed", "problem"))
+    assert top.tolist() == [False, True, True, False, False, True, False, True, True, False, False]
+    # without the seed key the two seeds' problem 0 is one group of 10 (4 on top)
+    assert A.hub_top(tokens, 0.4).sum() == 5
+
+
 def test_scores_cover_the_trace_only_and_masked_tokens_get_no_attention():
     model = tiny_model()
     frame = D.generate(np.random.default_rng(0), 5, 4, 8)
@@ -120,3 +131,59 @@ def test_overhead_claim_reads_the_credit_share():
     slow = times.assign(seconds_credit=[0.1, 0.1, 0.1, 0, 0, 0])
     assert not B.overhead_claim(slow)[0].holds
     assert not B.overhead_claim(None)[0].holds
+
+
+def _reference_bootstrap(tokens, stat, n_boot, seed):
+    """The plain definition: per replicate, resample seeds, then each seed's problems, relabelling
+    every copy as its own problem."""
+    seeds = sorted(tokens["seed"].unique())
+    groups = {s: [g for _, g in tokens[tokens["seed"] == s].groupby("problem")] for s in seeds}
+    rng = np.random.default_rng(seed)
+    reps = []
+    for _ in range(n_boot):
+        values = []
+        for i in rng.integers(0, len(seeds), size=len(seeds)):
+            g = groups[seeds[i]]
+            pick = rng.integers(0, len(g), size=len(g))
+            values.append(stat(pd.concat([g[j].assign(problem=k) for k, j in enumerate(pick)], ignore_index=True)))
+        reps.append(np.mean(values))
+    return np.quantile(reps, [0.05, 0.95])
+
+
+def test_bootstrap_statistic_matches_the_plain_resampling_definition():
+    rng = np.random.default_rng(3)
+    n = 240
+    tokens = pd.DataFrame({"seed": rng.integers(0, 3, n), "problem": rng.integers(0, 12, n),
+                           "label": rng.choice(["R", "D", "S"], n), "char": rng.choice(list(";AB0123"), n),
+                           "flow": rng.random(n)})
+    tokens = tokens.sort_values(["seed", "problem"], kind="stable").reset_index(drop=True)
+    auroc = lambda t: A.relevance_auroc(t, "flow")                     # noqa: E731
+    point, low, high = B.bootstrap_statistic(tokens, auroc, 60, 5)
+    assert [low, high] == pytest.approx(_reference_bootstrap(tokens, auroc, 60, 5).tolist())
+    assert point == pytest.approx(np.mean([auroc(tokens[tokens["seed"] == s]) for s in range(3)]))
+    # the hub statistic on precomputed per-problem flags equals regrouping every resampled copy
+    flagged = tokens.assign(top=A.hub_top(tokens, 0.4, keys=("seed", "problem")),
+                            structural=tokens["char"].isin(A.STRUCTURAL))
+    fast = B.bootstrap_statistic(flagged, lambda t: A.odds_ratio(t["top"], t["structural"]), 60, 5)
+    slow = _reference_bootstrap(tokens, lambda t: A.hub_odds_ratio(t, 0.4), 60, 5)
+    assert fast[1:] == pytest.approx(slow.tolist())
+
+
+def test_answer_source_is_the_last_relevant_step():
+    # trace A1;B8;A2;#… with the query A: steps 0 and 2 relevant; the source is step 2 (A2)
+    tokens = pd.DataFrame({"problem": 0, "position": range(10, 19), "char": list("A1;B8;A2;"),
+                           "label": list("RRSDDSRRS"), "flow": [0, 0, 0, 0, 0, 0, 2.0, 3.0, 0]})
+    assert A.answer_source(tokens).tolist() == [False] * 6 + [True, True, False]
+    assert A.source_auroc(tokens, "flow") == 1.0
+    # no relevant step: no source (the answer comes from the prompt)
+    assert not A.answer_source(tokens.assign(label=list("DDSDDSDDS"))).any()
+
+
+def test_masking_by_band_judges_each_band_and_the_claim_only_the_middle():
+    rates = {"recency": 0.3, "attention": 0.3, "one_hop": 0.3, "rollout": 0.3}
+    middle = _masking({"flow": 0.35, "random": 0.33, "bottom": 0.1, **rates}, band="1-2")
+    early = _masking({"flow": 0.6, "random": 0.33, "bottom": 0.1, **rates}, band="0")
+    both = pd.concat([middle, early], ignore_index=True)
+    assert not B.masking_claim(both, 300, 0).holds                     # judged at band 1-2
+    text = B.masking_band_observation(both, 300, 0).measured_value
+    assert text.index("band 0:") < text.index("→ met") < text.index("band 1-2:") < text.index("→ not met")
