@@ -28,6 +28,14 @@ def action_repeat(setting: int | Mapping[str, int], task: str) -> int:
     return int(setting)
 
 
+def reward_balance(setting: float | Mapping[str, float], task: str) -> float:
+    """The task's reward-balanced replay share: one number for every task or a mapping
+    {task: share, "default": share} (missing default: 0, TD-MPC2's uniform sampling)."""
+    if isinstance(setting, Mapping):
+        return float(setting.get(task, setting.get("default", 0.0)))
+    return float(setting)
+
+
 def seed_phase(training: TrainingParams, decisions_per_episode: int) -> tuple[int, int]:
     """(seed decisions, pretraining updates): `seed_episodes` episodes of uniform random actions,
     then as many updates as seed decisions (TD-MPC2: seed_steps of each)."""
@@ -47,8 +55,8 @@ def model_config(spec: dict, params: DreamMPCParams) -> ModelConfig:
                          discount=M.discount_from_episode_length(int(spec["decisions_per_episode"])))
 
 
-def train_config(training: TrainingParams, decisions_per_episode: int) -> TrainConfig:
-    """The profile's `training` block as a TrainConfig for a task with this episode length."""
+def train_config(training: TrainingParams, decisions_per_episode: int, task: str = "") -> TrainConfig:
+    """The profile's `training` block as a TrainConfig for `task` with this episode length."""
     from assets.dream_mpc.training import TrainConfig
 
     seed_decisions, pretrain_updates = seed_phase(training, decisions_per_episode)
@@ -58,7 +66,8 @@ def train_config(training: TrainingParams, decisions_per_episode: int) -> TrainC
                        eval_episodes=len(training.eval_seeds), updates_per_decision=training.updates_per_decision,
                        collect_mppi_samples=training.collect_mppi_samples,
                        collect_mppi_iterations=training.collect_mppi_iterations,
-                       planner_noise=training.planner_noise)
+                       planner_noise=training.planner_noise,
+                       reward_fraction=reward_balance(training.reward_balance, task))
 
 
 def checkpoint_name(task: str, seed: int, budget: str) -> str:

@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 
 from assets.dream_mpc.envs import TaskEnv, TaskSpec
-from assets.dream_mpc.model import WorldModel, make_generator, model_device
+from assets.dream_mpc.model import WorldModel, make_generator, model_device, tune_allocator
 from assets.dream_mpc.planners import PlannerConfig, make_planner
 
 
@@ -41,6 +41,7 @@ def run_episodes(model: WorldModel, spec: TaskSpec, planner_cfg: PlannerConfig,
                 wall_s (per batched decision), objective J, uncertainty u
     """
     check_compatible(model, spec)
+    tune_allocator()
     model.freeze()
     device = model_device(model)             # planning runs where the model lives (CUDA on the gpu profile)
     gen = make_generator(int(generator_seed), device)

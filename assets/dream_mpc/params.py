@@ -37,6 +37,9 @@ class TrainingParams:
     collect_mppi_samples: int = 256
     collect_mppi_iterations: int = 4
     planner_noise: bool = True      # TD-MPC2: collected action = MPPI action + MPPI std·ε
+    # share of each batch from segments with a non-zero reward (0: uniform, TD-MPC2); one number
+    # or {task: share, "default": share}
+    reward_balance: float | Mapping[str, float] = 0.0
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import pandas as pd
 
 from assets.common.report import Report, markdown_table
 from assets.dream_mpc import benchmark, plots
+from assets.dream_mpc.configs import reward_balance
 from assets.dream_mpc.params import DreamMPCParams, TrainingParams
 
 METRIC_COLUMNS = ["asset", "partition", "seed", "dataset", "method", "metric", "value"]
@@ -25,6 +26,15 @@ def collector_text(training: TrainingParams) -> str:
         return (f"data collected by MPPI through the current model ({training.collect_mppi_samples} samples × "
                 f"{training.collect_mppi_iterations} iterations{noise}; TD-MPC2: 512 × 6)")
     return "data collected by the policy prior's sampled action (TD-MPC2 collects with MPPI)"
+
+
+def balance_text(training: TrainingParams, tasks: list[str]) -> str:
+    shares = {t: reward_balance(training.reward_balance, t) for t in tasks}
+    used = {t: v for t, v in shares.items() if v}
+    if not used:
+        return ""
+    return (" (reward-balanced replay: " + ", ".join(f"{t} {v:.0%}" for t, v in used.items())
+            + " of each batch drawn from segments with a non-zero reward; TD-MPC2 samples uniformly)")
 
 
 def aggregate_table(aggregates: pd.DataFrame) -> pd.DataFrame:
@@ -66,7 +76,9 @@ def scale_text(params: DreamMPCParams, env_catalog: dict) -> str:
             f"{params.time_limit_steps} control steps with action repeat {repeats} (normalised score = return / "
             f"{params.time_limit_steps}). Online TD-MPC2-lite: {tp.decisions} decisions per run ({steps} env steps), "
             f"{tp.seed_episodes} episode(s) of random actions and as many pretraining updates as random decisions, "
-            f"then {tp.updates_per_decision} update(s) per decision, batch {tp.batch_size}, {collector_text(tp)}; "
+            f"then {tp.updates_per_decision} update(s) per decision, batch {tp.batch_size}"
+            f"{balance_text(tp, [*params.tasks, *params.task_survey.tasks])}, "
+            f"{collector_text(tp)}; "
             f"model latent {m.latent_dim}, mlp {m.mlp_dim}, {m.activation} activations. Evaluation: {ep.episodes} "
             f"episodes per cell ({ep.episodes_sampling} for MPPI/CEM), paired initial states across planners. The "
             f"paper trains 1 M steps on 24 harder tasks; our priors are far weaker, so the numbers test the "
@@ -149,7 +161,12 @@ def build_report(eval_episodes: pd.DataFrame, world_model: dict, planner_microbe
         "## Scale of this run", "", scale_text(params, env_catalog), "",
         "## Normalised score per task (strong checkpoint, mean over seeds × episodes)", "",
         markdown_table(strong_table), "",
-        "## Reading the claims", "", *benchmark.claim_readings(eval_episodes), "",
+        "## Reading the claims", "",
+        "Every comparative claim is judged by a paired 90 % hierarchical-bootstrap CI over seeds (seeds "
+        "resampled, then episodes within each seed; per-episode differences of two planners on the same initial "
+        "state; with several tasks, the per-(seed, episode) mean over tasks, so tasks weigh the same): it holds "
+        "only when the whole interval lies on the claimed side of its margin. The means below are descriptive.", "",
+        *benchmark.claim_readings(eval_episodes), "",
         "## Aggregates over runs (strong checkpoint; 95 % stratified bootstrap CIs)", "",
         markdown_table(aggregate_table(aggregates[aggregates["budget"] == "strong"])), "",
         "## Prior quality: weak / medium / strong checkpoints (25 / 50 / 100 % of training)", "",

@@ -30,6 +30,7 @@ from assets.dream_mpc.model import (
     make_generator,
     model_device,
     state_dict_for_checkpoint,
+    tune_allocator,
 )
 from assets.dream_mpc.planners import PlannerConfig, make_planner
 
@@ -50,6 +51,7 @@ class TrainConfig:
     curve_every: int = 50             # decisions between logged training-curve points
     exploration_std: float = 0.0      # extra Gaussian noise on MPPI actions while collecting
     planner_noise: bool = True        # TD-MPC2: collected action = MPPI action + MPPI std[0]·ε
+    reward_fraction: float = 0.0      # reward-balanced replay: batch share from rewarded segments
 
 
 @dataclass
@@ -61,11 +63,26 @@ class Episode:
 
 
 class SegmentSampler:
-    """Uniform (H+1)-step segments that never cross an episode boundary."""
+    """Uniform (H+1)-step segments that never cross an episode boundary.
 
-    def __init__(self, horizon: int, rng: np.random.Generator):
-        self.horizon, self.rng = horizon, rng
+    `reward_fraction` > 0 (reward-balanced replay): that share of every batch is drawn
+    uniformly from the segments with a non-zero reward in their H steps (uniformly from all
+    segments while there is none), the rest uniformly from all segments; 0 is TD-MPC2's
+    uniform sampling (and the same random draws as before the option existed).
+    """
+
+    def __init__(self, horizon: int, rng: np.random.Generator, reward_fraction: float = 0.0):
+        if not 0.0 <= reward_fraction <= 1.0:
+            raise ValueError(f"reward_fraction must be in [0, 1], got {reward_fraction}")
+        self.horizon, self.rng, self.reward_fraction = horizon, rng, float(reward_fraction)
         self.episodes: list[Episode] = []
+
+    def rewarded_starts(self, usable: list[Episode]) -> np.ndarray:
+        """Flat start indices (over `usable`'s segments) whose H steps hold a non-zero reward."""
+        H = self.horizon
+        flags = [np.lib.stride_tricks.sliding_window_view(np.asarray(e.reward[:len(e.action)]) != 0, H).any(1)
+                 for e in usable]
+        return np.flatnonzero(np.concatenate(flags)) if flags else np.zeros(0, dtype=np.int64)
 
     def sample(self, batch: int, device: str | torch.device = "cpu"
                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -73,7 +90,13 @@ class SegmentSampler:
         H = self.horizon
         usable = [e for e in self.episodes if len(e.action) >= H]
         starts_per_ep = np.array([len(e.action) - H + 1 for e in usable])
-        flat = self.rng.integers(0, starts_per_ep.sum(), size=batch)
+        n_rewarded = int(round(self.reward_fraction * batch))
+        flat = self.rng.integers(0, starts_per_ep.sum(), size=batch - n_rewarded)
+        if n_rewarded:
+            rewarded = self.rewarded_starts(usable)
+            extra = (rewarded[self.rng.integers(0, len(rewarded), size=n_rewarded)] if len(rewarded)
+                     else self.rng.integers(0, starts_per_ep.sum(), size=n_rewarded))
+            flat = np.concatenate([flat, extra])
         bounds = np.cumsum(starts_per_ep)
         ep_idx = np.searchsorted(bounds, flat, side="right")
         offs = flat - np.concatenate([[0], bounds[:-1]])[ep_idx]
@@ -120,12 +143,13 @@ def train_online(spec: TaskSpec, model_cfg: ModelConfig, cfg: TrainConfig, seed:
         evals:     {fraction: [policy returns]}, "random": [random-policy returns]
         timing:    decisions, updates, seconds, decisions/s (= env steps/s / action repeat)
     """
+    tune_allocator()
     torch.manual_seed(seed)
     gen = make_generator(seed, device)       # all torch draws on the training device
     rng = np.random.default_rng(seed)
     model = WorldModel(model_cfg).to(device)
     learner = Learner(model, gen)
-    sampler = SegmentSampler(model_cfg.horizon, rng)
+    sampler = SegmentSampler(model_cfg.horizon, rng, cfg.reward_fraction)
     env = TaskEnv(spec.task, spec.time_limit_steps, spec.action_repeat, seed=seed)
     collector = None
     if cfg.collect_with == "mppi":

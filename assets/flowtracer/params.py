@@ -53,7 +53,6 @@ class FlowParams:
     all_layer_bands: tuple[tuple[int, ...], ...]   # bands compared in middle_layers
     top_fraction: float             # T_high = top 40 % of response tokens
     gamma: float                    # γ_flow
-    coverage: float                 # backbone: fewest edges carrying this share of the flow
     drop_bos: bool                  # drop the <bos> sink column from W
     log_space: bool
 

@@ -15,47 +15,75 @@ def test_iqm_and_optimality_gap_known_values():
     assert B.optimality_gap(np.array([0.2, 0.9, 1.3])) == pytest.approx((0.8 + 0.1 + 0.0) / 3)
 
 
-def _episodes(effects: dict, noise=0.0, seed=0):
-    """A grid where planner p scores base + effects[p] on every paired episode."""
+SPEC = ("pendulum-swingup", "cartpole-swingup", "reacher-easy")
+EVALS = {"dream_mpc": 15, "mppi": 9216, "naive_grad": 150}
+
+
+def _episodes(effects: dict, noise=0.0, seed=0, tasks=SPEC, seeds=(0, 1, 2, 3, 4), episodes=4):
+    """A grid where planner p scores base + shift on every paired episode; the shift is
+    effects[p] (a number), effects[p][budget], or effects[p](task, seed, budget)."""
     rng = np.random.default_rng(seed)
     rows = []
-    for task in ("a", "b", "c"):
-        for s in (0, 1):
+    for task in tasks:
+        for s in seeds:
             for budget in ("weak", "medium", "strong"):
-                for e in range(4):
+                for e in range(episodes):
                     base = rng.uniform(0.1, 0.5)
                     for p, eff in effects.items():
-                        shift = eff[budget] if isinstance(eff, dict) else eff
-                        rows.append({"task": task, "seed": s, "budget": budget, "planner": p, "episode_seed": e,
+                        shift = (eff(task, s, budget) if callable(eff)
+                                 else eff[budget] if isinstance(eff, dict) else eff)
+                        rows.append({"task": task, "seed": s, "budget": budget, "planner": p,
+                                     "episode_seed": 5000 + 1000 * s + e,
                                      "normalised_score": base + shift + noise * rng.standard_normal(),
-                                     "seconds_per_decision": 0.01,
-                                     "opt_evals_min": {"dream_mpc": 15, "mppi": 9216, "naive_grad": 150}.get(p, 15),
-                                     "opt_evals_max": {"dream_mpc": 15, "mppi": 9216, "naive_grad": 150}.get(p, 15),
-                                     "proposal_evals": 0})
+                                     "seconds_per_decision": 0.01, "opt_evals_min": EVALS.get(p, 15),
+                                     "opt_evals_max": EVALS.get(p, 15), "proposal_evals": 0})
     return pd.DataFrame(rows)
 
 
 LATENCY = pd.DataFrame({"planner": ["dream_mpc", "mppi"], "median_seconds": [0.005, 0.05]})
+GOOD = {"policy_only": 0.0, "dream_mpc": {"weak": -0.2, "medium": 0.0, "strong": 0.1},
+        "mppi": 0.05, "naive_grad": -0.1, "dream_mpc_no_uncertainty": 0.09,
+        "dream_mpc_no_reuse": 0.05, "dream_mpc_i3": 0.1}
 
 
-def test_paired_bootstrap_recovers_a_constant_shift():
-    ep = _episodes({"dream_mpc": 0.1, "policy_only": 0.0})
-    boot = B.paired_bootstrap(B.paired_differences(ep, "dream_mpc", "policy_only", "strong"), 200,
-                              np.random.default_rng(0))
-    assert boot["mean"] == pytest.approx(0.1) and boot["ci_low"] == pytest.approx(0.1)
+def _holds(ep, n_boot=500, latency=LATENCY):
+    claims, numbers = B.evaluate_claims(ep, latency, n_boot, seed=0)
+    return {c.claim_id: c for c in claims}, numbers
 
 
-def test_claims_hold_when_the_effects_are_there():
-    ep = _episodes({"policy_only": 0.0, "dream_mpc": {"weak": -0.2, "medium": 0.0, "strong": 0.1},
-                    "mppi": 0.05, "naive_grad": -0.1, "dream_mpc_no_uncertainty": 0.09,
-                    "dream_mpc_no_reuse": 0.05, "dream_mpc_i3": 0.1}, noise=0.01)
-    claims, numbers = B.evaluate_claims(ep, LATENCY, 200, seed=0)
-    holds = {c.claim_id: c.holds for c in claims}
-    assert holds == {"beats_policy": True, "beats_naive_grad": True, "ablations": True, "compute": True,
-                     "mppi_gap_trend": True}
-    assert numbers["dream_minus_naive"] == pytest.approx(0.2, abs=0.02)
+def test_paired_array_is_seeds_by_episodes_and_weighs_tasks_equally():
+    ep = _episodes({"dream_mpc": lambda t, s, b: {"pendulum-swingup": 0.3, "cartpole-swingup": 0.0,
+                                                  "reacher-easy": 0.0}[t] + 0.01 * s, "policy_only": 0.0},
+                   episodes=3)
+    one, seeds = B.paired_array(ep, "dream_mpc", "policy_only", "strong", task="cartpole-swingup")
+    assert one.shape == (5, 3) and seeds == [0, 1, 2, 3, 4]
+    assert one[:, 0] == pytest.approx([0.0, 0.01, 0.02, 0.03, 0.04])
+    every, _ = B.paired_array(ep, "dream_mpc", "policy_only", "strong")
+    assert every.shape == (5, 3) and every.mean() == pytest.approx(0.1 + 0.02)   # (0.3 + 0 + 0) / 3 + mean seed shift
+    # a task whose seeds differ cannot be paired seed by seed
+    with pytest.raises(ValueError, match="different seeds"):
+        B.paired_array(ep[~((ep["task"] == "reacher-easy") & (ep["seed"] == 4))], "dream_mpc", "policy_only", "strong")
+
+
+def test_claims_hold_when_the_effects_are_clearly_there():
+    claims, numbers = _holds(_episodes(GOOD, noise=0.01))
+    assert {k: c.holds for k, c in claims.items() if c.kind == "claim"} == {
+        "beats_policy": True, "beats_naive_grad": True, "ablations": True, "compute": True}
+    assert numbers["dream_minus_naive"]["mean"] == pytest.approx(0.2, abs=0.02)
+    assert numbers["dream_minus_naive"]["ci_low"] >= B.NAIVE_MARGIN
     # only the compute claim is judged on wall-clock time (a run record, not a DVC output)
-    assert [c.claim_id for c in claims if c.volatile] == ["compute"]
+    assert [k for k, c in claims.items() if c.volatile] == ["compute"]
+    # every row carries the seeds behind it
+    assert {c.seeds for c in claims.values()} == {"0–4 (5)"}
+
+
+def test_mppi_gap_trend_is_an_observation_never_a_claim():
+    claims, numbers = _holds(_episodes(GOOD, noise=0.01))
+    row = claims["mppi_gap_trend"]
+    assert row.kind == "observation" and row.holds is None
+    assert "gap(strong) > gap(weak)" in row.measured_value
+    assert numbers["gap_to_mppi"]["strong"]["mean"] == pytest.approx(0.05, abs=0.01)
+    assert numbers["gap_to_mppi"]["weak"]["mean"] == pytest.approx(-0.25, abs=0.01)
 
 
 def test_claims_fail_when_the_effects_are_reversed():
@@ -63,15 +91,70 @@ def test_claims_fail_when_the_effects_are_reversed():
                     "mppi": 0.05, "naive_grad": -0.02, "dream_mpc_no_uncertainty": 0.1,
                     "dream_mpc_no_reuse": 0.0, "dream_mpc_i3": 0.0}, noise=0.01)
     slow = pd.DataFrame({"planner": ["dream_mpc", "mppi"], "median_seconds": [0.06, 0.05]})
-    claims, _ = B.evaluate_claims(ep, slow, 200, seed=0)
-    holds = {c.claim_id: c.holds for c in claims}
-    assert not any(holds.values()), holds
+    claims, _ = _holds(ep, latency=slow)
+    assert not any(c.holds for c in claims.values() if c.kind == "claim"), claims
+
+
+# seed-level effects whose mean favours the method but whose spread across the 5 seeds is large
+SPREAD = (0.40, -0.20, 0.30, -0.15, 0.05)          # mean +0.08
+
+
+def _baseline(target: float, values=SPREAD):
+    """A baseline's shift such that Dream-MPC (strong shift +0.1) − baseline = target on
+    average, seed s contributing target + values[s] − mean(values)."""
+    centre = float(np.mean(values))
+    return lambda task, seed, budget: 0.1 - target - (values[seed] - centre)
+
+
+def test_means_on_the_claimed_side_but_ci_straddling_the_margin_is_red():
+    ep = _episodes({**GOOD, "naive_grad": _baseline(0.08), "policy_only": _baseline(0.02),
+                    "dream_mpc_no_uncertainty": _baseline(-0.01)}, noise=0.01)
+    claims, numbers = _holds(ep)
+    # point estimates the old rule passed: +0.02 over policy, +0.08 ≥ 0.05 over naive, −0.01 ≥ −0.02
+    policy, naive = numbers["dream_minus_policy"], numbers["dream_minus_naive"]
+    unc = numbers["ablation_deltas"]["uncertainty"]
+    assert policy["mean"] == pytest.approx(0.02, abs=0.01) and policy["ci_low"] < 0 < policy["ci_high"]
+    assert naive["mean"] >= B.NAIVE_MARGIN and naive["ci_low"] < B.NAIVE_MARGIN
+    assert unc["mean"] >= -B.ABLATION_TOLERANCE and unc["ci_low"] < -B.ABLATION_TOLERANCE
+    assert not claims["beats_policy"].holds
+    assert not claims["beats_naive_grad"].holds
+    assert not claims["ablations"].holds
+    assert claims["compute"].holds
+
+
+def test_the_same_effects_with_little_seed_spread_hold():
+    tight = tuple(0.005 * (i - 2) for i in range(5))
+    ep = _episodes({**GOOD, "naive_grad": _baseline(0.08, tight), "policy_only": _baseline(0.02, tight),
+                    "dream_mpc_no_uncertainty": _baseline(-0.01, tight)}, noise=0.005)
+    claims, numbers = _holds(ep)
+    assert numbers["dream_minus_naive"]["ci_low"] >= B.NAIVE_MARGIN
+    assert claims["beats_naive_grad"].holds and claims["ablations"].holds and claims["beats_policy"].holds
+
+
+def test_one_seed_establishes_nothing():
+    claims, numbers = _holds(_episodes(GOOD, noise=0.01, seeds=(0,)))
+    assert numbers["dream_minus_naive"]["ci_low"] == -np.inf
+    assert not any(claims[k].holds for k in ("beats_policy", "beats_naive_grad", "ablations"))
+
+
+def test_beats_policy_needs_the_three_spec_tasks_and_two_of_them_higher():
+    ep = _episodes(GOOD, noise=0.01)
+    claims, numbers = _holds(ep[ep["task"] == "cartpole-swingup"])
+    row = claims["beats_policy"]
+    assert numbers["dream_minus_policy"]["ci_low"] > 0 and not row.holds
+    assert "pendulum-swingup, reacher-easy did not pass the blocking gates" in row.measured_value
+    assert claims["beats_naive_grad"].holds   # the other claims are judged on the task that is there
+    # overall CI above 0 but higher on only 1 of 3 tasks: red
+    lopsided = {**GOOD, "dream_mpc": lambda t, s, b: 0.3 if t == "cartpole-swingup" and b == "strong" else 0.0}
+    claims, numbers = _holds(_episodes(lopsided, noise=0.01))
+    assert numbers["dream_minus_policy"]["ci_low"] > 0
+    assert numbers["dream_minus_policy"]["tasks_higher"] == 1 and not claims["beats_policy"].holds
 
 
 def test_compute_claim_fails_when_a_counter_is_off():
     ep = _episodes({"policy_only": 0.0, "dream_mpc": 0.1, "mppi": 0.0, "naive_grad": 0.0,
                     "dream_mpc_no_uncertainty": 0.0, "dream_mpc_no_reuse": 0.0, "dream_mpc_i3": 0.0})
-    ep.loc[(ep["planner"] == "dream_mpc") & (ep["episode_seed"] == 2), "opt_evals_max"] = 30
+    ep.loc[(ep["planner"] == "dream_mpc") & (ep["episode_seed"] == 5002), "opt_evals_max"] = 30
     claims, _ = B.evaluate_claims(ep, LATENCY, 50, seed=0)
     assert not {c.claim_id: c for c in claims}["compute"].holds
 
@@ -116,7 +199,7 @@ def test_claim_readings_explain_a_naive_gradient_win_only_when_the_data_show_it(
     assert not any("naive" in line.lower() and "score higher" in line for line in lines)
     assert not any("task(s) are in the claims" in line for line in lines)   # three tasks: no caveat
     one_task = _episodes(scores)
-    assert "Only 1 task(s) are in the claims" in B.claim_readings(one_task[one_task["task"] == "a"])[0]
+    assert "Only 1 task(s) are in the claims" in B.claim_readings(one_task[one_task["task"] == "reacher-easy"])[0]
     assert not any("ablation claim" in line for line in lines)             # ablations 0.2 < full 0.23
     lines = B.claim_readings(_episodes({**scores, "dream_mpc_no_uncertainty": 0.26}))
     assert any("uncertainty penalty" in line and "+0.030" in line for line in lines)

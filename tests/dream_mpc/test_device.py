@@ -122,3 +122,32 @@ def test_learner_update_on_the_device_matches_the_cpu_update(device):
         for k in ("consistency", "reward_loss"):     # do not depend on random draws
             assert results["cpu"][k] == pytest.approx(results[device][k], rel=1e-6), k
     assert all(np.isfinite(v) for v in results[device].values())
+
+
+def test_reward_balanced_sampling_draws_the_rare_rewarded_segments():
+    ep = T.Episode(obs=[np.full(2, t, dtype=np.float32) for t in range(101)],
+                   action=[np.zeros(1, dtype=np.float32)] * 100, reward=[0.0] * 100)
+    ep.reward[60] = 1.0                     # one rewarded step: 3 of the 98 segments of H = 3 hold it
+    uniform = T.SegmentSampler(3, np.random.default_rng(0))
+    balanced = T.SegmentSampler(3, np.random.default_rng(0), reward_fraction=0.5)
+    uniform.episodes = balanced.episodes = [ep]
+    assert balanced.rewarded_starts([ep]).tolist() == [58, 59, 60]
+    share = {}
+    for name, sampler in (("uniform", uniform), ("balanced", balanced)):
+        _, _, rew = sampler.sample(256)
+        share[name] = float((rew.squeeze(-1).sum(0) > 0).float().mean())
+    assert share["uniform"] < 0.15 and share["balanced"] >= 0.5
+    with pytest.raises(ValueError, match="reward_fraction"):
+        T.SegmentSampler(3, np.random.default_rng(0), reward_fraction=1.5)
+
+
+def test_reward_balance_is_set_per_task_and_reaches_the_sampler():
+    assert configs.reward_balance(0.25, "cartpole-swingup") == 0.25
+    per_task = {"reacher-easy": 0.5}
+    assert configs.reward_balance(per_task, "reacher-easy") == 0.5
+    assert configs.reward_balance(per_task, "cartpole-swingup") == 0.0          # no default: uniform
+    assert configs.reward_balance({**per_task, "default": 0.1}, "cartpole-swingup") == 0.1
+    cpu = load(ComputeResource(profile="cpu"))
+    for task in (*cpu.tasks, *cpu.task_survey.tasks):
+        cfg = configs.train_config(cpu.training, 125, task)
+        assert cfg.reward_fraction == configs.reward_balance(cpu.training.reward_balance, task)

@@ -101,3 +101,25 @@ def test_checkpoint_with_wrong_action_dim_is_rejected():
     state["dynamics.0.weight"][0, 0] = float("nan")
     with pytest.raises(ValueError, match="non-finite"):
         M.model_from_state(state, cfg)
+
+
+def test_simnorm_is_the_groupwise_softmax():
+    x = torch.randn(7, 32) * 5
+    ref = torch.softmax(x.view(7, -1, 8), -1).view(7, 32)
+    out = M.SimNorm(8)(x)
+    assert torch.allclose(out, ref, atol=1e-6)
+    assert torch.allclose(out.view(7, -1, 8).sum(-1), torch.ones(7, 4))
+
+
+def test_selected_q_heads_equal_those_rows_of_the_full_ensemble():
+    torch.manual_seed(0)
+    model = M.WorldModel(M.ModelConfig(obs_dim=3, act_dim=2, latent_dim=16, mlp_dim=32, enc_dim=32))
+    for p in model.q_heads.weights[-1:]:      # the last layer starts at zero: give it values
+        torch.nn.init.normal_(p)
+    model.freeze()
+    z, a = model.encode(torch.randn(9, 3)), torch.rand(9, 2) * 2 - 1
+    idx = torch.tensor([3, 1])
+    full = model.q_all(z, a)
+    assert full.shape == (5, 9, 1) and full.std(0).abs().sum() > 0
+    assert torch.allclose(model.q_all(z, a, heads=idx), full[idx], atol=1e-6)
+    assert torch.allclose(model.q_all(z, a, target=True, heads=idx), model.q_all(z, a, target=True)[idx], atol=1e-6)
