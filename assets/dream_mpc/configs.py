@@ -18,22 +18,30 @@ if TYPE_CHECKING:
 BUDGET_NAMES = dict(zip((0.25, 0.5, 1.0), BUDGETS))
 
 
+def per_task(setting, task: str, name: str, default=None):
+    """A setting given as one value for every task or as a mapping {task: value, "default":
+    value}; a mapping without either entry gives `default`, or raises when there is none."""
+    if not isinstance(setting, Mapping):
+        return setting
+    if task in setting:
+        return setting[task]
+    if "default" in setting:
+        return setting["default"]
+    if default is None:
+        raise ValueError(f"{name} has no entry for {task!r} and no 'default': {dict(setting)}")
+    return default
+
+
 def action_repeat(setting: int | Mapping[str, int], task: str) -> int:
     """The task's action repeat: params `action_repeat` is one int for every task or a mapping
     {task: repeat, "default": repeat} (per-task repeats as PlaNet/Dreamer: cartpole 8, reacher 4)."""
-    if isinstance(setting, Mapping):
-        if task not in setting and "default" not in setting:
-            raise ValueError(f"action_repeat has no entry for {task!r} and no 'default': {dict(setting)}")
-        return int(setting.get(task, setting.get("default")))
-    return int(setting)
+    return int(per_task(setting, task, "action_repeat"))
 
 
 def reward_balance(setting: float | Mapping[str, float], task: str) -> float:
     """The task's reward-balanced replay share: one number for every task or a mapping
     {task: share, "default": share} (missing default: 0, TD-MPC2's uniform sampling)."""
-    if isinstance(setting, Mapping):
-        return float(setting.get(task, setting.get("default", 0.0)))
-    return float(setting)
+    return float(per_task(setting, task, "reward_balance", 0.0))
 
 
 def seed_phase(training: TrainingParams, decisions_per_episode: int) -> tuple[int, int]:

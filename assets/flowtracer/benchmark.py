@@ -260,12 +260,18 @@ def source_table(tokens: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).groupby("band").mean(numeric_only=True).drop(columns="seed").reset_index()
 
 
+def teacher_forced_accuracy(masking: pd.DataFrame) -> pd.Series:
+    """Per seed: the unmasked greedy answer at `#` on the gold trace is right (the masking rows
+    carry it as base_correct; one rule and band suffice, it is the same for all)."""
+    unmasked = masking[(masking["rule"] == "flow") & (masking["band"] == MIDDLE)]
+    return unmasked.groupby("seed")["base_correct"].mean()
+
+
 def source_observation(tokens: pd.DataFrame, masking: pd.DataFrame) -> Claim:
     """The ablation behind backbone and masking: does the checkpoint read its answer from the
     answer-source step at all (teacher-forced answer accuracy), and does τ point at that step?"""
     table = source_table(tokens).set_index("band")
-    unmasked = masking[(masking["rule"] == "flow") & (masking["band"] == MIDDLE)]
-    per_seed = unmasked.groupby("seed")["base_correct"].mean()
+    per_seed = teacher_forced_accuracy(masking)
     return observation(
         "answer_source", "Ablation: on the gold trace the answer is a copy of the last relevant write; does the "
         "SFT checkpoint read it from there, and does τ point at it?",

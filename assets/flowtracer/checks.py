@@ -14,6 +14,7 @@ import pandas as pd
 from assets.common.findings import Finding, finding
 from assets.flowtracer import data as D
 
+BAND_Z = 2.0                    # test accuracy may miss the band by this many binomial standard errors
 REQUIRED_COLUMNS = ("split", "prompt", "trace", "answer", "query", "n_ops", "labels")
 MIN_BOTH_LABELS = 0.90          # fraction of a split's traces holding both an R and a D step
 EXAMPLES = 3                    # example rows named per problem
@@ -198,9 +199,6 @@ def checkpoints_valid(frame: pd.DataFrame, params) -> Finding:
                                                              for r in frame.itertuples())
                    + f" ({strict}/{len(frame)} inside [{low}, {high}] without the sampling slack)",
                    strictly_in_band=int(strict))
-
-
-BAND_Z = 2.0                    # test accuracy may miss the band by this many binomial standard errors
 
 
 def band_slack(accuracy: float, prompts: int) -> float:

@@ -105,8 +105,7 @@ def build_report(tokens: pd.DataFrame, masking: pd.DataFrame, evals: pd.DataFram
         "## Ablation: does the checkpoint read its answer from the answer-source step?", "",
         "On a teacher-forced gold trace the answer is a copy of the last relevant write (the answer-source step). "
         f"Teacher-forced answer accuracy at `#` (layers-{B.MIDDLE} rows, per seed): "
-        + ", ".join(f"seed {s} {v:.3f}" for s, v in middle[middle["rule"] == "flow"].groupby("seed")["base_correct"]
-                    .mean().items())
+        + ", ".join(f"seed {s} {v:.3f}" for s, v in B.teacher_forced_accuracy(masking).items())
         + ". AUROC of each score for the answer-source step against every other step token, by layer band:", "",
         markdown_table(B.source_table(tokens), digits=3), "",
         "## GRPO: held-out greedy accuracy (seed mean) and accuracy AUC per seed", "",
