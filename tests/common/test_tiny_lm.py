@@ -68,8 +68,9 @@ def test_keep_all_layers_is_the_full_model_and_skipping_is_identity():
         model(x, keep=[2, 0])
 
 
-def test_kv_cache_equals_the_full_forward_pass():
-    model = lm().eval()
+@pytest.mark.parametrize("positional", ["learned", "alibi", "learned+alibi"])
+def test_kv_cache_equals_the_full_forward_pass(positional):
+    model = lm(positional=positional).eval()
     x = torch.randint(0, 17, (3, 9))
     full = model(x).logits
     out = model(x[:, :5], use_cache=True)
@@ -98,8 +99,9 @@ def test_token_logprobs_match_the_softmax_of_the_logits():
     torch.testing.assert_close(lp, manual)
 
 
-def test_left_padded_generation_does_not_depend_on_the_batch():
-    model = lm().eval()
+@pytest.mark.parametrize("positional", ["learned", "alibi"])
+def test_left_padded_generation_does_not_depend_on_the_batch(positional):
+    model = lm(positional=positional).eval()
     prompts = [[1, 2, 3], [4, 5, 6, 7, 8]]
     tokens, mask = left_pad(prompts, pad=0)
     batch = generate(model, tokens, mask, 6, greedy=True)
@@ -150,3 +152,40 @@ def test_clipped_loss_is_plain_policy_gradient_inside_the_clip_and_weights_scale
     far = (old + 1.0).requires_grad_(True)
     clipped_policy_loss(far, old, adv, mask).backward()
     assert torch.all(far.grad == 0)
+
+
+# ----------------------------------------------------------------------------- ALiBi positions
+
+def test_alibi_slopes_are_the_geometric_sequence_of_the_paper():
+    from assets.common.tiny_lm.model import alibi_slopes
+    torch.testing.assert_close(alibi_slopes(4), torch.tensor([2.0 ** -2, 2.0 ** -4, 2.0 ** -6, 2.0 ** -8]))
+    torch.testing.assert_close(alibi_slopes(8), torch.tensor([2.0 ** -(h + 1) for h in range(8)]))
+    with pytest.raises(ValueError, match="positional"):
+        TinyLMConfig(vocab_size=5, positional="rotary")
+
+
+def test_alibi_attention_with_constant_scores_is_the_softmax_of_minus_slope_times_distance():
+    model = lm(positional="alibi").eval()
+    with torch.no_grad():                          # queries and keys zero: every raw score is 0
+        for block in model.blocks:
+            block.attn.qkv.weight[:2 * 16].zero_()
+            block.attn.qkv.bias[:2 * 16].zero_()
+    t = 6
+    out = model(torch.randint(0, 17, (1, t)), return_attention=True)
+    slopes = torch.tensor([2.0 ** -2, 2.0 ** -4, 2.0 ** -6, 2.0 ** -8])
+    i, j = torch.arange(t)[:, None], torch.arange(t)[None, :]
+    expected = torch.softmax((-slopes[:, None, None] * (i - j)).masked_fill(j > i, float("-inf")), dim=-1)
+    for probs in out.attentions:
+        torch.testing.assert_close(probs[0], expected)
+    assert "position.weight" not in model.state_dict()
+    assert "slopes" not in model.state_dict()      # a constant, not a parameter of the checkpoint
+
+
+def test_alibi_depends_on_relative_positions_only_and_learned_positions_do_not():
+    x = torch.randint(0, 17, (2, 7))
+    base = torch.arange(7).expand(2, 7)
+    alibi, learned = lm(positional="alibi").eval(), lm().eval()
+    torch.testing.assert_close(alibi(x, positions=base + 5).logits, alibi(x, positions=base).logits)
+    assert not torch.allclose(learned(x, positions=base + 5).logits, learned(x, positions=base).logits)
+    # and it is not position-blind: reversing the order of the keys changes the output
+    assert not torch.allclose(alibi(x.flip(1)).logits[:, -1], alibi(x).logits[:, -1])

@@ -1,7 +1,11 @@
 """A tiny decoder-only transformer, shared by the papers that train small language models
 (flowtracer, hir, ts_layers) — torch only, no Dagster.
 
-Pre-LayerNorm blocks (causal multi-head self-attention, GELU MLP), learned absolute positions.
+Pre-LayerNorm blocks (causal multi-head self-attention, GELU MLP). Positions are learned absolute
+embeddings (`positional="learned"`, the default) or ALiBi (`positional="alibi"`, Press et al.
+2022, "Train Short, Test Long"): no position embedding, and head h adds −m_h · (i − j) to the
+score of query position i on key position j, with slopes m_h = 2^(−8(h+1)/H) — a recency bias
+(`"learned+alibi"`: both). ALiBi depends only on i − j; flowtracer needs it (its NOTES.md).
 What the papers need beyond a plain LM:
 - token inputs (`tokens`, with an LM head) or vector inputs (`vectors`, e.g. time-series
   patches, through an input projection; no LM head: the caller adds its own);
@@ -23,6 +27,13 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+POSITIONALS = ("learned", "alibi", "learned+alibi")
+
+
+def alibi_slopes(n_heads: int) -> torch.Tensor:
+    """ALiBi slopes m_h = 2^(−8(h+1)/H), h = 0…H−1: (H,), geometric from 2^(−8/H) down to 2^(−8)."""
+    return torch.tensor([2.0 ** (-8.0 * (h + 1) / n_heads) for h in range(n_heads)])
+
 
 @dataclass(frozen=True)
 class TinyLMConfig:
@@ -38,6 +49,7 @@ class TinyLMConfig:
     input_dim: int = 0              # vector models only
     tie_embeddings: bool = True
     dropout: float = 0.0
+    positional: str = "learned"     # "learned" absolute embeddings or "alibi" linear biases
 
     def __post_init__(self):
         if self.d_model % self.n_heads:
@@ -46,6 +58,8 @@ class TinyLMConfig:
             raise ValueError("give exactly one of vocab_size (token model) or input_dim (vector model)")
         if self.n_layers < 1 or self.context < 1:
             raise ValueError("n_layers and context must be ≥ 1")
+        if self.positional not in POSITIONALS:
+            raise ValueError(f"positional must be one of {POSITIONALS}, got {self.positional!r}")
 
     @property
     def ff(self) -> int:
@@ -57,10 +71,12 @@ class TinyLMConfig:
 
 @dataclass
 class LayerCache:
-    """Keys and values of the positions seen so far: (B, H, S, d_head) each."""
+    """Keys and values of the positions seen so far: (B, H, S, d_head) each; positions (B, S)
+    of those keys (what ALiBi's distance needs)."""
 
     keys: torch.Tensor
     values: torch.Tensor
+    positions: torch.Tensor | None = None
 
 
 @dataclass
@@ -87,15 +103,18 @@ class SelfAttention(nn.Module):
         self.out = nn.Linear(config.d_model, config.d_model)
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(self, x: torch.Tensor, allowed: torch.Tensor, cache: LayerCache | None
-                ) -> tuple[torch.Tensor, torch.Tensor, LayerCache]:
-        """x (B, T, d); allowed (B, 1, T, S) bool. Returns (output, probabilities (B, H, T, S), cache)."""
+    def forward(self, x: torch.Tensor, allowed: torch.Tensor, cache: LayerCache | None,
+                bias: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, LayerCache]:
+        """x (B, T, d); allowed (B, 1, T, S) bool; bias (B, H, T, S) added to the scores (ALiBi).
+        Returns (output, probabilities (B, H, T, S), cache)."""
         b, t, d = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.n_heads, self.d_head).permute(2, 0, 3, 1, 4)
         if cache is not None:
             k = torch.cat([cache.keys, k], dim=2)
             v = torch.cat([cache.values, v], dim=2)
         scores = (q @ k.transpose(-1, -2)) / math.sqrt(self.d_head)
+        if bias is not None:
+            scores = scores + bias
         scores = scores.masked_fill(~allowed, float("-inf"))
         probs = torch.softmax(scores, dim=-1)
         # a query with no allowed key (only possible for masked queries) attends to nothing
@@ -113,8 +132,8 @@ class Block(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(config.d_model, config.ff), nn.GELU(),
                                  nn.Linear(config.ff, config.d_model), nn.Dropout(config.dropout))
 
-    def forward(self, x, allowed, cache):
-        attended, probs, cache = self.attn(self.ln1(x), allowed, cache)
+    def forward(self, x, allowed, cache, bias=None):
+        attended, probs, cache = self.attn(self.ln1(x), allowed, cache, bias)
         x = x + attended
         return x + self.mlp(self.ln2(x)), probs, cache
 
@@ -129,7 +148,9 @@ class TinyLM(nn.Module):
             self.embed = nn.Embedding(config.vocab_size, config.d_model)
         else:
             self.embed = nn.Linear(config.input_dim, config.d_model)
-        self.position = nn.Embedding(config.context, config.d_model)
+        self.position = nn.Embedding(config.context, config.d_model) if "learned" in config.positional else None
+        if "alibi" in config.positional:
+            self.register_buffer("slopes", alibi_slopes(config.n_heads), persistent=False)
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
         self.ln_f = nn.LayerNorm(config.d_model)
         self.head = None
@@ -176,7 +197,14 @@ class TinyLM(nn.Module):
             raise ValueError(f"{s} positions exceed the context of {self.config.context}")
         if positions is None:
             positions = torch.arange(past, s, device=x.device).expand(b, t)
-        x = x + self.position(positions)
+        bias = None
+        if self.position is not None:
+            x = x + self.position(positions)
+        if "alibi" in self.config.positional:
+            past_positions = next(c.positions for c in cache if c is not None) if past else positions[:, :0]
+            key_positions = torch.cat([past_positions, positions], dim=1)
+            distance = (positions[:, :, None] - key_positions[:, None, :]).clamp(min=0).to(x.dtype)
+            bias = -self.slopes.to(x.dtype)[None, :, None, None] * distance[:, None]
         layers = list(range(self.config.n_layers)) if keep is None else list(keep)
         if layers != sorted(set(layers)) or any(not 0 <= i < self.config.n_layers for i in layers):
             raise ValueError(f"keep must be increasing layer indices in [0, {self.config.n_layers}), got {keep}")
@@ -190,7 +218,9 @@ class TinyLM(nn.Module):
         new_cache: list[LayerCache | None] = [None] * self.config.n_layers
         for index in layers:
             layer_cache = cache[index] if cache else None
-            x, probs, layer_cache = self.blocks[index](x, allowed, layer_cache)
+            x, probs, layer_cache = self.blocks[index](x, allowed, layer_cache, bias)
+            if bias is not None:
+                layer_cache.positions = key_positions
             new_cache[index] = layer_cache
             if return_attention:
                 attentions.append(probs)
