@@ -298,7 +298,7 @@ def evaluate_claims(tokens: pd.DataFrame, masking: pd.DataFrame, evals: pd.DataF
     claims.append(observation(
         "sft_warm_start", "SFT warm start in the calibrated accuracy band",
         "~40–60 % held-out accuracy before RL (the spec's calibration)",
-        f"{int(checkpoints['steps'].iloc[0])} SFT steps; greedy test accuracy "
-        + ", ".join(f"seed {r.seed} {r.test_accuracy:.3f}" for r in checkpoints.itertuples()),
+        "calibrated SFT steps and greedy test accuracy: "
+        + ", ".join(f"seed {r.seed} {int(r.steps)} steps {r.test_accuracy:.3f}" for r in checkpoints.itertuples()),
         seeds=seeds_label(checkpoints["seed"])))
     return claims, numbers

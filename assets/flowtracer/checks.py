@@ -155,20 +155,28 @@ FLOW_TOLERANCE = 1e-6           # conservation |Σ_k W′_ik − 1| and absorbed
 
 
 def calibrated(value: Mapping, params) -> Finding:
-    """The calibration found a snapshot whose greedy validation accuracy is in sft.band."""
+    """Every seed's calibration found a snapshot whose greedy validation accuracy is in sft.band
+    (sft.stable snapshots in a row); a seed that ran out of steps is named with its best snapshot."""
     low, high = params.sft.band
-    curve = list(value.get("curve", []))
-    if not curve:
-        return finding(["the calibration recorded no snapshot"])
-    best = max(curve, key=lambda c: c["val_accuracy"])
-    last = curve[-1]
-    problems = [] if value.get("in_band") and low <= last["val_accuracy"] <= high else [
-        f"no {params.sft.snapshot_every}-step snapshot reached validation accuracy in [{low}, {high}] "
-        f"({params.sft.stable} snapshots in a row) within "
-        f"{params.sft.max_steps} steps (best {best['val_accuracy']:.3f} at step {best['step']}, last "
-        f"{last['val_accuracy']:.3f} at step {last['step']}): the SFT recipe does not reach the regime"]
-    return finding(problems, ok=f"{value['steps']} steps: validation accuracy {last['val_accuracy']:.3f} ∈ "
-                   f"[{low}, {high}]", steps=int(value.get("steps", 0)))
+    seeds = list(value.get("seeds", []))
+    if not seeds:
+        return finding(["the calibration recorded no seed"])
+    problems = []
+    for s in seeds:
+        curve = list(s.get("curve", []))
+        if not curve:
+            problems.append(f"seed {s['seed']}: the calibration recorded no snapshot")
+            continue
+        best, last = max(curve, key=lambda c: c["val_accuracy"]), curve[-1]
+        if not (s.get("in_band") and low <= last["val_accuracy"] <= high):
+            problems.append(
+                f"seed {s['seed']}: no {params.sft.snapshot_every}-step snapshot reached validation accuracy in "
+                f"[{low}, {high}] ({params.sft.stable} snapshots in a row) within {params.sft.max_steps} steps "
+                f"(best {best['val_accuracy']:.3f} at step {best['step']}, last {last['val_accuracy']:.3f} at step "
+                f"{last['step']}): the SFT recipe does not reach the regime")
+    return finding(problems, ok=", ".join(f"seed {s['seed']} {s['steps']} steps: validation accuracy "
+                                          f"{s['curve'][-1]['val_accuracy']:.3f}" for s in seeds)
+                   + f" ∈ [{low}, {high}]", max_steps=int(max(s.get("steps", 0) for s in seeds)))
 
 
 def checkpoints_valid(frame: pd.DataFrame, params) -> Finding:

@@ -44,32 +44,31 @@ def regtrace_dataset(context: dg.AssetExecutionContext, compute: ComputeResource
     return frame
 
 
-@paper.asset(gpu=True, description="Calibrated threshold: SFT steps — the first snapshot (every 50 steps) whose "
-             "greedy validation accuracy is in the band, for the first seed (whose checkpoint it saves).")
+@paper.asset(gpu=True, description="Calibrated threshold: SFT steps per seed — the first snapshot (every 50 "
+             "steps) whose greedy validation accuracy is in the band; every seed at once, each saving the "
+             "checkpoint of its snapshot and measuring its greedy test accuracy.")
 def sft_steps(context: dg.AssetExecutionContext, regtrace_dataset: pd.DataFrame, compute: ComputeResource,
               artifacts: ArtifactsResource) -> dict:
     p = paper.params(compute)
-    compute.torch(None, p.threads)
-    value = runs.calibrate(regtrace_dataset, p, compute.seed_for(paper.slug, "sft", p.seeds[0]),
-                           artifacts.checkpoint_path(paper.slug, f"sft_seed{p.seeds[0]}"),
-                           compute.provenance(paper.slug), compute.torch_threads(None), context.log.info)
-    artifacts.record_timings(paper.slug, "sft_steps", pd.DataFrame([{"seconds": value.pop("seconds")}]))
-    context.add_output_metadata({"steps": value["steps"], "in_band": value["in_band"]})
+    # seeds of unknown length: all at once when parallel (one process per seed), else one by one
+    workers = len(p.seeds) if compute.workers(len(p.seeds), p.workers) > 1 else 1
+    value = runs.calibrate(regtrace_dataset, p, lambda *k: compute.seed_for(paper.slug, *k),
+                           lambda name: artifacts.checkpoint_path(paper.slug, name), compute.provenance(paper.slug),
+                           workers, context.log.info)
+    artifacts.record_timings(paper.slug, "sft_steps", pd.DataFrame(
+        [{"seed": s["seed"], "seconds": s.pop("seconds")} for s in value["seeds"]]))
+    context.add_output_metadata({"steps": dg.MetadataValue.json({int(s["seed"]): int(s["steps"])
+                                                                 for s in value["seeds"]})})
     return value
 
 
-@paper.asset(gpu=True, description="Checkpoints: SFT per seed at the calibrated steps, with greedy test accuracy.")
-def sft_checkpoints(context: dg.AssetExecutionContext, regtrace_dataset: pd.DataFrame, sft_steps: dict,
-                    compute: ComputeResource, artifacts: ArtifactsResource) -> pd.DataFrame:
-    p = paper.params(compute)
-    frame = runs.sft_checkpoints(regtrace_dataset, sft_steps, p, lambda *k: compute.seed_for(paper.slug, *k),
-                                 lambda name: artifacts.checkpoint_path(paper.slug, name),
-                                 compute.provenance(paper.slug), compute.workers(len(p.seeds) - 1, p.workers),
-                                 context.log.info)
-    artifacts.record_timings(paper.slug, "sft_checkpoints", frame[["seed", "seconds"]])
+@paper.asset(kinds={"pandas"}, description="Checkpoints: the SFT checkpoint of every seed at its calibrated steps, "
+             "with its greedy test accuracy (one row per seed; the gate reloads each).")
+def sft_checkpoints(context: dg.AssetExecutionContext, sft_steps: dict) -> pd.DataFrame:
+    frame = runs.sft_checkpoints(sft_steps)
     context.add_output_metadata({"test_accuracy": dg.MetadataValue.json(
         {int(r.seed): round(float(r.test_accuracy), 4) for r in frame.itertuples()})})
-    return frame.drop(columns=["seconds"])
+    return frame
 
 
 @paper.asset(kinds={"pandas"}, description="Annotation: per SFT seed and layer band, every test trace token's flow "
@@ -141,8 +140,9 @@ PAPER = paper.define(
         paper.gate(regtrace_dataset, "valid_traces", "The interpreter recomputes every trace, answer and label; "
                    "disjoint splits; ≤ 80 tokens; known characters; relevant and distractor steps in ≥ 90 % of "
                    "traces.", checks.dataset_valid, uses_params=True),
-        paper.gate(sft_steps, "calibrated", "A snapshot's greedy validation accuracy is in the band (blocking: "
-                   "otherwise the policy is not in the regime the comparison needs).", checks.calibrated,
+        paper.gate(sft_steps, "calibrated", "Every seed reached a snapshot with greedy validation accuracy in the "
+                   "band (blocking: otherwise the policy is not in the regime the comparison needs).",
+                   checks.calibrated,
                    uses_params=True),
         paper.gate(sft_checkpoints, "in_band_and_loads", "Every seed reloads on this vocabulary with finite weights "
                    "and greedy test accuracy in the band.", checks.checkpoints_valid, uses_params=True),

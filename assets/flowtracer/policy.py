@@ -20,9 +20,10 @@ from assets.common.tiny_lm.sampling import generate, left_pad
 from assets.flowtracer import data as D
 
 
-def build_model(n_layers: int, d_model: int, n_heads: int, context: int, tie_embeddings: bool) -> TinyLM:
+def build_model(n_layers: int, d_model: int, n_heads: int, context: int, tie_embeddings: bool,
+                positional: str = "learned") -> TinyLM:
     return TinyLM(TinyLMConfig(vocab_size=len(D.VOCAB), d_model=d_model, n_heads=n_heads, n_layers=n_layers,
-                               context=context, tie_embeddings=tie_embeddings))
+                               context=context, tie_embeddings=tie_embeddings, positional=positional))
 
 
 def prompt_ids(prompt: str) -> list[int]:

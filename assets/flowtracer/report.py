@@ -30,6 +30,23 @@ def curve_figure(evals: pd.DataFrame):
     return fig
 
 
+def calibration_figure(calibration: dict, band: tuple[float, float]):
+    """Greedy validation accuracy against SFT steps, one line per seed, up to its calibrated
+    snapshot (the band shaded)."""
+    fig, axes = new_grid(1, 6.5, 4.0)
+    ax = axes[0]
+    ax.axhspan(*band, color="#228833", alpha=0.12, label=f"band {list(band)}")
+    for s in calibration["seeds"]:
+        curve = pd.DataFrame(s["curve"])
+        if not curve.empty:
+            ax.plot(curve["step"], curve["val_accuracy"], lw=1.2, label=f"seed {s['seed']}: {s['steps']} steps")
+    ax.set_xlabel("SFT step")
+    ax.set_ylabel("greedy validation accuracy")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
 def masking_figure(masking: pd.DataFrame):
     fig, axes = new_grid(2, 10.0, 3.8)
     part = masking[masking["band"] == B.MIDDLE]
@@ -84,14 +101,15 @@ def build_report(tokens: pd.DataFrame, masking: pd.DataFrame, evals: pd.DataFram
     rl_table = pd.DataFrame({"accuracy_step0": start, "accuracy_final": final}).join(auc.rename(
         columns=lambda c: f"auc_seed{c}" if c != "mean" else "auc_mean")).reset_index()
     step_stats = steps.groupby("method")[["reward", "mean_weight"]].mean().reset_index()
-    curve = pd.DataFrame(calibration.get("curve", []))
     g = params.grpo
     body = [
         "## Setup", "",
         f"RegTrace (registers A–C, {params.data.min_ops}–{params.data.max_ops} ops mod 10, a query), a TinyLM "
         f"({params.model.n_layers} layers, d = {params.model.d_model}, {params.model.n_heads} heads, untied "
-        f"embeddings) trained by SFT for the calibrated {calibration['steps']} steps (the first "
-        f"{params.sft.snapshot_every}-step snapshot with greedy validation accuracy in {list(params.sft.band)}), "
+        f"embeddings, {params.model.positional} positions) trained by SFT, each seed for its calibrated steps "
+        f"(the first {params.sft.snapshot_every}-step snapshot with greedy validation accuracy in "
+        f"{list(params.sft.band)}: " + ", ".join(f"seed {r.seed} {r.steps}" for r in checkpoints.itertuples())
+        + "), "
         f"then GRPO per credit rule × seed: {g.steps} steps × {g.prompts_per_step} prompts × G = {g.group_size}, "
         f"Adam {g.lr:g}, clip {g.clip}, no KL or entropy term, γ = {params.flow.gamma} on the top "
         f"{params.flow.top_fraction:.0%} of response tokens. Flow: W = head-mean attention of layers "
@@ -111,10 +129,11 @@ def build_report(tokens: pd.DataFrame, masking: pd.DataFrame, evals: pd.DataFram
         "## GRPO: held-out greedy accuracy (seed mean) and accuracy AUC per seed", "",
         markdown_table(rl_table, digits=3), "",
         "## GRPO step statistics (mean over steps and seeds)", "", markdown_table(step_stats, digits=3), "",
-        "## SFT", "", markdown_table(checkpoints[["seed", "steps", "test_accuracy"]], digits=3), "",
+        "## SFT", "", markdown_table(checkpoints[[c for c in ("seed", "steps", "in_band", "val_accuracy",
+                                                              "test_accuracy") if c in checkpoints]], digits=3), "",
     ]
-    if not curve.empty:
-        body += ["Calibration curve (first seed):", "", markdown_table(curve, digits=3), ""]
+    body += [f"Calibration (plot `calibration`): greedy validation accuracy every {params.sft.snapshot_every} SFT "
+             "steps, per seed, until its first snapshot in the band.", ""]
     metrics = [{"asset": "grpo_runs", "partition": "", "seed": int(seed), "dataset": "rl_eval", "method": method,
                 "metric": "accuracy_auc", "value": float(v)}
                for method, row in auc.drop(columns="mean").iterrows() for seed, v in row.items()]
@@ -122,7 +141,8 @@ def build_report(tokens: pd.DataFrame, masking: pd.DataFrame, evals: pd.DataFram
                  "metric": "answer_change", "value": float(v)}
                 for (rule, seed), v in middle.groupby(["rule", "seed"])["answer_changed"].mean().items()]
     timings, timing_body = _timings(step_times)
-    figures = {"grpo_curves": curve_figure(evals), "masking": masking_figure(masking), "credit": credit_figure(tokens)}
+    figures = {"grpo_curves": curve_figure(evals), "masking": masking_figure(masking), "credit": credit_figure(tokens),
+               "calibration": calibration_figure(calibration, tuple(params.sft.band))}
     return Report(claims=claims, body="\n".join(body), figures=figures, metrics=pd.DataFrame(metrics),
                   dvc_metrics={k: v for k, v in numbers.items() if k not in ("overhead_share", "step_ratio")},
                   timings=timings, timing_body=timing_body, payload={"methods": sorted(evals["method"].unique())})

@@ -17,7 +17,7 @@ from assets.flowtracer import data as D
 from assets.flowtracer.params import FlowtracerParams
 
 Log = Callable[[str], None]
-CHECKPOINT_FIELDS = ("n_layers", "d_model", "n_heads", "context", "tie_embeddings")
+CHECKPOINT_FIELDS = ("n_layers", "d_model", "n_heads", "context", "tie_embeddings", "positional")
 
 
 def dataset(p: FlowtracerParams, rng: np.random.Generator) -> pd.DataFrame:
@@ -68,10 +68,11 @@ def in_band_run(curve: list[dict], low: float, high: float) -> int:
 
 
 def sft_job(job: dict, log: Log | None = None) -> dict:
-    """Train one SFT seed. job: params, seed, steps (a fixed count) or calibrate=True (stop at
-    the first snapshot whose greedy validation accuracy is in the band), train / val records,
-    path, provenance, threads. Returns the checkpoint reference, the snapshot curve, seconds.
-    log (in-process calls only): a line every 10 snapshots."""
+    """Train one SFT seed until its first snapshot whose greedy validation accuracy is in the
+    band (sft.stable snapshots in a row; at most sft.max_steps), save that checkpoint and measure
+    its greedy test accuracy. job: params, seed, train / val / test records, path, provenance,
+    threads. Returns the checkpoint reference, steps, the snapshot curve, test_accuracy,
+    seconds. log (in-process calls only): a line every 10 snapshots."""
     import torch
 
     from assets.flowtracer import policy as P
@@ -91,76 +92,66 @@ def sft_job(job: dict, log: Log | None = None) -> dict:
         curve.append({"step": step, "val_accuracy": acc, "loss": loss})
         if log and len(curve) % 10 == 0:
             log(f"SFT step {step}: loss {loss:.3f}, greedy validation accuracy {acc:.3f}")
-        return bool(job["calibrate"] and in_band_run(curve, low, high) >= p.sft.stable)
+        return in_band_run(curve, low, high) >= p.sft.stable
 
-    steps = p.sft.max_steps if job["calibrate"] else job["steps"]
     start = time.perf_counter()
-    P.sft_train(model, examples, steps, p.sft.batch_size, p.sft.lr, p.sft.warmup, p.sft.curriculum,
+    P.sft_train(model, examples, p.sft.max_steps, p.sft.batch_size, p.sft.lr, p.sft.warmup, p.sft.curriculum,
                 p.data.min_ops, p.data.max_ops, np.random.default_rng(job["seed"]), decay=p.sft.decay,
-                on_snapshot=snapshot, snapshot_every=p.sft.snapshot_every if job["calibrate"] else 0)
+                on_snapshot=snapshot, snapshot_every=p.sft.snapshot_every)
     seconds = time.perf_counter() - start
-    trained = curve[-1]["step"] if job["calibrate"] and curve else steps
+    trained = curve[-1]["step"] if curve else p.sft.max_steps
     ref = save_checkpoint(Path(job["path"]), model.state_dict(), provenance=job["provenance"],
                           config=model_config(p), seed=job["seed"], vocab_md5=D.vocab_md5(), sft_steps=trained)
-    out = {**ref, "seed": job["seed"], "steps": trained, "curve": curve, "seconds": seconds}
-    if job.get("test"):
-        test = pd.DataFrame(job["test"])
-        out["test_accuracy"], _ = P.accuracy(model, list(test["prompt"]), list(test["answer"]), max_new(p))
-    return out
+    test = pd.DataFrame(job["test"])
+    test_accuracy, _ = P.accuracy(model, list(test["prompt"]), list(test["answer"]), max_new(p))
+    return {**ref, "seed": job["seed"], "steps": trained, "curve": curve, "test_accuracy": test_accuracy,
+            "seconds": seconds}
 
 
-def calibrate(frame: pd.DataFrame, p: FlowtracerParams, seed: int, path: Path, provenance: dict, threads: int,
-              log: Log) -> dict:
-    """The calibrated SFT step count: the first snapshot (every snapshot_every steps) whose
-    greedy validation accuracy is in p.sft.band, and was at the p.sft.stable − 1 snapshots
-    before it too, for the first seed. Its checkpoint is that
-    seed's SFT checkpoint (training is deterministic given the seed)."""
-    log(f"calibrating SFT steps: first {p.sft.snapshot_every}-step snapshot with validation accuracy in "
-        f"{list(p.sft.band)} (at most {p.sft.max_steps} steps)")
-    out = sft_job({"params": p, "seed": seed, "calibrate": True, "steps": None, "threads": threads,
-                   "train": split(frame, "train").to_dict("records"), "val": split(frame, "val").to_dict("records"),
-                   "path": str(path), "provenance": provenance}, log)
-    low, high = p.sft.band
-    last = out["curve"][-1] if out["curve"] else {"step": 0, "val_accuracy": float("nan")}
-    out["in_band"] = in_band_run(out["curve"], low, high) >= p.sft.stable
-    log(f"calibrated: {out['steps']} steps, validation accuracy {last['val_accuracy']:.3f} "
-        f"({'in' if out['in_band'] else 'NOT in'} band; {out['seconds']:.0f} s)")
-    return out
+def calibrate(frame: pd.DataFrame, p: FlowtracerParams, seed_for, checkpoint_path, provenance: dict,
+              workers: int, log: Log) -> dict:
+    """Every SFT seed's calibrated step count: the first snapshot (every snapshot_every steps)
+    whose greedy validation accuracy is in p.sft.band, and was at the p.sft.stable − 1 snapshots
+    before it too. The checkpoint of that snapshot is the seed's SFT checkpoint; its greedy test
+    accuracy is measured in the worker that trained it.
 
-
-def sft_checkpoints(frame: pd.DataFrame, calibration: dict, p: FlowtracerParams, seed_for, checkpoint_path,
-                    provenance: dict, workers: int, log: Log) -> pd.DataFrame:
-    """Every SFT seed at the calibrated steps (the first seed is the calibration run itself),
-    with its greedy test accuracy (measured in the worker that trained it). Columns: seed,
-    sft_seed, steps, checkpoint, md5, test_accuracy, test_prompts, seconds."""
+    The seeds are independent jobs of unknown length (the jump in accuracy comes at a step that
+    differs by seed), so the caller runs them all at once (`workers` = number of seeds on 2
+    cores): a 2-process pool would leave a core idle behind the longest seed.
+    Returns {"seeds": [{seed (index), sft_seed, steps, in_band, val_accuracy, curve,
+    checkpoint, md5, test_accuracy, test_prompts, seconds}]}."""
     from assets.common.parallel import spawn_imap
     from assets.common.progress import Progress
-    from assets.flowtracer.policy import accuracy
 
-    train = split(frame, "train").to_dict("records")
-    test = split(frame, "test")
-    jobs = [{"params": p, "seed": int(seed_for("sft", s)), "seed_index": s, "calibrate": False,
-             "steps": calibration["steps"], "threads": p.threads, "train": train, "val": [],
-             "test": test[["prompt", "answer"]].to_dict("records"),
-             "path": str(checkpoint_path(f"sft_seed{s}")), "provenance": provenance} for s in p.seeds[1:]]
-    # the first seed is the calibration run (its seconds are in sft_steps' timings)
-    first = {**{k: calibration[k] for k in ("checkpoint", "md5", "steps")}, "seconds": 0.0,
-             "seed": int(seed_for("sft", p.seeds[0]))}
+    low, high = p.sft.band
+    log(f"calibrating SFT steps per seed: first {p.sft.snapshot_every}-step snapshot with validation accuracy "
+        f"in {list(p.sft.band)} (at most {p.sft.max_steps} steps), {len(p.seeds)} seeds on {workers} workers")
+    train, val = split(frame, "train").to_dict("records"), split(frame, "val").to_dict("records")
+    test = split(frame, "test")[["prompt", "answer"]].to_dict("records")
+    jobs = [{"params": p, "seed": int(seed_for("sft", s)), "seed_index": s, "threads": p.threads, "train": train,
+             "val": val, "test": test, "path": str(checkpoint_path(f"sft_seed{s}")), "provenance": provenance}
+            for s in p.seeds]
     progress = Progress(log, len(jobs), "SFT seeds")
-    results = [(p.seeds[0], first)]
-    for job, result in zip(jobs, spawn_imap(sft_job, jobs, workers)):
-        progress.step(f"seed {job['seed_index']}: {result['steps']} steps ({result['seconds']:.0f} s)")
-        results.append((job["seed_index"], result))
-    rows = []
-    for index, result in results:
-        acc = result.get("test_accuracy")
-        if acc is None:          # the calibration run's checkpoint, measured here
-            acc, _ = accuracy(load_policy(result), list(test["prompt"]), list(test["answer"]), max_new(p))
-        rows.append({"seed": index, "sft_seed": result["seed"], "steps": result["steps"],
-                     "checkpoint": result["checkpoint"], "md5": result["md5"], "test_accuracy": acc,
-                     "test_prompts": len(test), "seconds": result["seconds"]})
-        log(f"SFT seed {index}: greedy test accuracy {acc:.3f}")
-    return pd.DataFrame(rows)
+    seeds = []
+    for job, out in zip(jobs, spawn_imap(sft_job, jobs, workers)):
+        curve = out["curve"]
+        in_band = bool(curve) and in_band_run(curve, low, high) >= p.sft.stable
+        val_accuracy = curve[-1]["val_accuracy"] if curve else float("nan")
+        progress.step(f"seed {job['seed_index']}: {out['steps']} steps, validation accuracy {val_accuracy:.3f} "
+                      f"({'in' if in_band else 'NOT in'} band), test accuracy {out['test_accuracy']:.3f} "
+                      f"({out['seconds']:.0f} s)")
+        seeds.append({"seed": job["seed_index"], "sft_seed": out["seed"], "steps": out["steps"], "in_band": in_band,
+                      "val_accuracy": val_accuracy, "curve": curve, "checkpoint": out["checkpoint"],
+                      "md5": out["md5"], "test_accuracy": out["test_accuracy"], "test_prompts": len(test),
+                      "seconds": out["seconds"]})
+    return {"seeds": seeds}
+
+
+def sft_checkpoints(calibration: dict) -> pd.DataFrame:
+    """The calibrated SFT checkpoints as a table, one row per seed: seed, sft_seed, steps,
+    in_band, val_accuracy (at the chosen snapshot), checkpoint, md5, test_accuracy, test_prompts."""
+    return pd.DataFrame([{k: v for k, v in s.items() if k not in ("curve", "seconds")}
+                         for s in calibration["seeds"]])
 
 
 # ----------------------------------------------------------------------------- flow analysis

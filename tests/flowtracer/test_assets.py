@@ -42,15 +42,28 @@ def test_checkpoint_gate_rejects_another_vocabulary_and_an_out_of_band_seed(run,
     assert not checks.vocab_matches("0" * 32).passed
 
 
-def test_calibration_gate_names_the_best_snapshot():
+def test_every_seed_is_calibrated_on_its_own(run, in_smoke_data):
+    """Each seed stops at its own first in-band snapshot (the smoke band [0, 1]: the first one)
+    and its checkpoint row carries that snapshot's validation accuracy."""
+    value, frame = run.value("sft_steps"), run.value("sft_checkpoints")
+    p = smoke_params()
+    assert [s["seed"] for s in value["seeds"]] == list(p.seeds) == list(frame["seed"])
+    assert frame["in_band"].all() and (frame["steps"] == p.sft.snapshot_every).all()
+    assert list(frame["val_accuracy"]) == [s["curve"][-1]["val_accuracy"] for s in value["seeds"]]
+    assert checks.calibrated(value, params=p).passed
+
+
+def test_calibration_gate_names_every_seed_that_missed_the_band_and_its_best_snapshot():
     p = smoke_params()
     narrow = type(p)(**{**p.__dict__, "sft": type(p.sft)(**{**p.sft.__dict__, "band": (0.4, 0.6)})})
-    value = {"steps": 40, "in_band": False, "curve": [{"step": 20, "val_accuracy": 0.1, "loss": 1.0},
-                                                      {"step": 40, "val_accuracy": 0.2, "loss": 0.9}]}
-    message = checks.calibrated(value, params=narrow).message()
-    assert "best 0.200 at step 40" in message
-    assert checks.calibrated({**value, "in_band": True, "curve": [{"step": 20, "val_accuracy": 0.5, "loss": 1}]},
-                             params=narrow).passed
+    stuck = {"seed": 1, "steps": 40, "in_band": False, "curve": [{"step": 20, "val_accuracy": 0.1, "loss": 1.0},
+                                                                 {"step": 40, "val_accuracy": 0.2, "loss": 0.9}]}
+    fine = {"seed": 0, "steps": 20, "in_band": True, "curve": [{"step": 20, "val_accuracy": 0.5, "loss": 1}]}
+    message = checks.calibrated({"seeds": [fine, stuck]}, params=narrow).message()
+    assert "seed 1: no 20-step snapshot" in message and "best 0.200 at step 40" in message
+    assert "seed 0:" not in message
+    assert checks.calibrated({"seeds": [fine]}, params=narrow).passed
+    assert not checks.calibrated({"seeds": []}, params=narrow).passed
 
 
 def test_flow_gate_catches_broken_conservation_and_nan_scores(run, in_smoke_data):

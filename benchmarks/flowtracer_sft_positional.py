@@ -1,0 +1,68 @@
+"""FlowTracer SFT: greedy RegTrace accuracy against SFT steps, for one positional encoding of the
+shared TinyLM (learned absolute embeddings, ALiBi, or both).
+
+The cpu recipe of params.yaml (4 layers, d = 64, untied, AdamW 1e-3, batch 32, 1,000 steps on
+4-op problems first) with only `positional` changed; greedy validation accuracy every
+`--every` steps. One thread; run two encodings side by side on two cores.
+
+    .venv/bin/python benchmarks/flowtracer_sft_positional.py --positional alibi --steps 3000
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+import torch
+
+from assets.common.params import parse
+from assets.common.tiny_lm.model import TinyLM, TinyLMConfig
+from assets.flowtracer import data as D
+from assets.flowtracer import policy as P
+from assets.flowtracer import runs as R
+from assets.flowtracer.params import FlowtracerParams
+from resources.profiles import load_params
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--positional", default="learned", choices=["learned", "alibi", "learned+alibi"])
+    parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--every", type=int, default=250)
+    parser.add_argument("--val", type=int, default=256)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--d-model", type=int, default=0, help="0: the profile's")
+    parser.add_argument("--lr", type=float, default=0.0, help="0: the profile's")
+    parser.add_argument("--out", default="")
+    args = parser.parse_args()
+
+    torch.set_num_threads(1)
+    p = parse(FlowtracerParams, load_params("flowtracer", "cpu"), "flowtracer.cpu")
+    frame = R.dataset(p, np.random.default_rng(1234))
+    train, val = R.split(frame, "train"), R.split(frame, "val").head(args.val)
+    torch.manual_seed(args.seed)
+    d_model = args.d_model or p.model.d_model
+    model = TinyLM(TinyLMConfig(vocab_size=len(D.VOCAB), d_model=d_model, n_heads=p.model.n_heads,
+                                n_layers=p.model.n_layers, context=p.model.context,
+                                tie_embeddings=p.model.tie_embeddings, positional=args.positional))
+    curve = []
+    start = time.perf_counter()
+
+    def snapshot(step: int, loss: float) -> bool:
+        acc, _ = P.accuracy(model, list(val["prompt"]), list(val["answer"]), R.max_new(p))
+        curve.append({"step": step, "loss": round(loss, 4), "val_accuracy": acc,
+                      "seconds": round(time.perf_counter() - start, 1)})
+        print(json.dumps({"positional": args.positional, **curve[-1]}), flush=True)
+        return False
+
+    P.sft_train(model, P.sft_examples(train), args.steps, p.sft.batch_size, args.lr or p.sft.lr, p.sft.warmup,
+                p.sft.curriculum, p.data.min_ops, p.data.max_ops, np.random.default_rng(args.seed),
+                decay=p.sft.decay, on_snapshot=snapshot, snapshot_every=args.every)
+    if args.out:
+        with open(args.out, "w") as fh:
+            json.dump({"args": vars(args), "curve": curve}, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
