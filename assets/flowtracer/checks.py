@@ -175,7 +175,7 @@ def calibrated(value: Mapping, params) -> Finding:
                 f"(best {best['val_accuracy']:.3f} at step {best['step']}, last {last['val_accuracy']:.3f} at step "
                 f"{last['step']}): the SFT recipe does not reach the regime")
     return finding(problems, ok=", ".join(f"seed {s['seed']} {s['steps']} steps: validation accuracy "
-                                          f"{s['curve'][-1]['val_accuracy']:.3f}" for s in seeds)
+                                          f"{s['curve'][-1]['val_accuracy']:.3f}" for s in seeds if s.get("curve"))
                    + f" ∈ [{low}, {high}]", max_steps=int(max(s.get("steps", 0) for s in seeds)))
 
 

@@ -64,6 +64,8 @@ def test_calibration_gate_names_every_seed_that_missed_the_band_and_its_best_sna
     assert "seed 0:" not in message
     assert checks.calibrated({"seeds": [fine]}, params=narrow).passed
     assert not checks.calibrated({"seeds": []}, params=narrow).passed
+    empty = checks.calibrated({"seeds": [fine, {**stuck, "curve": []}]}, params=narrow).message()
+    assert "seed 1: the calibration recorded no snapshot" in empty
 
 
 def test_flow_gate_catches_broken_conservation_and_nan_scores(run, in_smoke_data):
