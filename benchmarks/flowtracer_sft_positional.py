@@ -17,8 +17,6 @@ import numpy as np
 import torch
 
 from assets.common.params import parse
-from assets.common.tiny_lm.model import TinyLM, TinyLMConfig
-from assets.flowtracer import data as D
 from assets.flowtracer import policy as P
 from assets.flowtracer import runs as R
 from assets.flowtracer.params import FlowtracerParams
@@ -43,9 +41,7 @@ def main() -> None:
     train, val = R.split(frame, "train"), R.split(frame, "val").head(args.val)
     torch.manual_seed(args.seed)
     d_model = args.d_model or p.model.d_model
-    model = TinyLM(TinyLMConfig(vocab_size=len(D.VOCAB), d_model=d_model, n_heads=p.model.n_heads,
-                                n_layers=p.model.n_layers, context=p.model.context,
-                                tie_embeddings=p.model.tie_embeddings, positional=args.positional))
+    model = P.build_model(**{**R.model_config(p), "d_model": d_model, "positional": args.positional})
     curve = []
     start = time.perf_counter()
 

@@ -129,8 +129,8 @@ def build_report(tokens: pd.DataFrame, masking: pd.DataFrame, evals: pd.DataFram
         "## GRPO: held-out greedy accuracy (seed mean) and accuracy AUC per seed", "",
         markdown_table(rl_table, digits=3), "",
         "## GRPO step statistics (mean over steps and seeds)", "", markdown_table(step_stats, digits=3), "",
-        "## SFT", "", markdown_table(checkpoints[[c for c in ("seed", "steps", "in_band", "val_accuracy",
-                                                              "test_accuracy") if c in checkpoints]], digits=3), "",
+        "## SFT", "", markdown_table(checkpoints[["seed", "steps", "in_band", "val_accuracy", "test_accuracy"]],
+                                     digits=3), "",
     ]
     body += [f"Calibration (plot `calibration`): greedy validation accuracy every {params.sft.snapshot_every} SFT "
              "steps, per seed, until its first snapshot in the band.", ""]
