@@ -17,6 +17,9 @@ def spawn_imap(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -> I
     SIGTERM to its default: a process started with SIGTERM ignored (nohup-style launchers,
     some CI runners) passes that on, and `Pool.terminate` could then never stop a worker
     blocked on the task queue — `with Pool(...)` (terminate on exit) hung that way in CI.
+    That reset comes too late for a SIGTERM that arrives while a worker is still starting up
+    (still ignoring it), and a job may ignore SIGTERM itself, so termination is bounded:
+    workers still alive `grace_s` seconds after `Pool.terminate` began are killed (SIGKILL).
     """
     if workers <= 1 or len(jobs) <= 1:
         yield from map(fn, jobs)
@@ -28,10 +31,25 @@ def spawn_imap(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -> I
         yield from pool.imap(fn, jobs)
         pool.close()
     except BaseException:
-        pool.terminate()
+        _terminate(pool)
         raise
     finally:
         pool.join()
+
+
+def _terminate(pool: Any, grace_s: float = 5.0) -> None:
+    """Pool.terminate, but a worker that has not died of SIGTERM after grace_s seconds is
+    killed, so that terminate's join of the workers cannot wait forever."""
+    import threading
+
+    stopper = threading.Thread(target=pool.terminate, name="spawn_imap-terminate", daemon=True)
+    stopper.start()
+    stopper.join(grace_s)
+    while stopper.is_alive():
+        for worker in list(pool._pool):
+            if worker.exitcode is None:
+                worker.kill()
+        stopper.join(1.0)
 
 
 def _default_sigterm() -> None:

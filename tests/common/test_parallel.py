@@ -61,3 +61,47 @@ def test_workers_die_on_sigterm_even_when_the_parent_ignores_it_and_errors_stop_
         first.close()                                            # the caller stops early: terminated, joined
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _wait_for_flag_or_ignore_sigterm(job: dict) -> str:
+    """'ignore': ignore SIGTERM, raise the flag, sleep for good; 'wait': return once the flag is up."""
+    import signal
+    import time
+    from pathlib import Path
+
+    flag = Path(job["flag"])
+    if job["kind"] == "ignore":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        flag.touch()
+        time.sleep(3600)
+    while not flag.exists():
+        time.sleep(0.01)
+    return job["kind"]
+
+
+def test_stopping_early_kills_a_worker_that_ignores_sigterm_instead_of_waiting_for_it(tmp_path):
+    import multiprocessing
+    import threading
+    import time
+
+    flag = str(tmp_path / "ignoring")
+    jobs = [{"kind": "wait", "flag": flag}, {"kind": "ignore", "flag": flag}]
+    outcome: dict = {}
+
+    def consume_one_then_stop():
+        results = spawn_imap(_wait_for_flag_or_ignore_sigterm, jobs, 2)
+        outcome["first"] = next(results)                       # job 1's worker now ignores SIGTERM
+        start = time.monotonic()
+        results.close()                                          # terminate: SIGTERM, then SIGKILL
+        outcome["stop_s"] = time.monotonic() - start
+
+    consumer = threading.Thread(target=consume_one_then_stop, daemon=True)
+    consumer.start()
+    consumer.join(60)
+    hung = consumer.is_alive()
+    if hung:                                                     # leave no sleeper behind the failure
+        for child in multiprocessing.active_children():
+            child.kill()
+    assert not hung, "stopping the pool waited on a worker that ignores SIGTERM"
+    assert outcome["first"] == "wait"
+    assert 4.0 <= outcome["stop_s"] < 30.0                      # the 5 s grace, then the kill
