@@ -46,6 +46,43 @@ def test_masked_keys_get_no_attention_and_do_not_matter():
     torch.testing.assert_close(model(y, key_mask=mask).logits[:, 3:], out.logits[:, 3:])
 
 
+@pytest.mark.parametrize("positional", ["learned", "alibi"])
+def test_padding_changes_no_real_token_and_no_gradient(positional):
+    """Right padding (every query keeps a key: the masks fold into one additive term) and left
+    padding (the first queries of a row have no key: masked per layer, NaN rows zeroed) give each
+    row's real tokens the logits and parameter gradients of that row run alone, unpadded."""
+    model = lm(positional=positional)
+    rows = [torch.randint(0, 17, (n,), generator=torch.Generator().manual_seed(n)) for n in (9, 5, 7)]
+
+    def loss_and_grads(logits_of_rows):
+        model.zero_grad()
+        logits = logits_of_rows()
+        sum(l.square().mean() for l in logits).backward()
+        return [l.detach() for l in logits], [p.grad.clone() for p in model.parameters()]
+
+    alone = loss_and_grads(lambda: [model(r[None]).logits[0] for r in rows])
+    width = max(len(r) for r in rows)
+    right = torch.zeros(3, width, dtype=torch.long)
+    right_mask = torch.zeros(3, width, dtype=torch.bool)
+    left, left_mask = torch.zeros_like(right), torch.zeros_like(right_mask)
+    for i, r in enumerate(rows):
+        right[i, :len(r)], right_mask[i, :len(r)] = r, True
+        left[i, width - len(r):], left_mask[i, width - len(r):] = r, True
+    left_positions = (left_mask.cumsum(1) - 1).clamp(min=0)
+    padded = {
+        "right": lambda: [l[:len(r)] for l, r in zip(model(right, key_mask=right_mask).logits, rows)],
+        "left": lambda: [l[width - len(r):] for l, r in zip(
+            model(left, key_mask=left_mask, positions=left_positions).logits, rows)],
+    }
+    for name, run in padded.items():
+        logits, grads = loss_and_grads(run)
+        for a, b in zip(logits, alone[0]):
+            torch.testing.assert_close(a, b, msg=f"{name} padding changed a real token's logits")
+        for a, b in zip(grads, alone[1]):
+            assert torch.isfinite(a).all(), f"{name} padding: non-finite gradient"
+            torch.testing.assert_close(a, b, msg=f"{name} padding changed a gradient")
+
+
 def test_keep_all_layers_is_the_full_model_and_skipping_is_identity():
     model = lm().eval()
     x = torch.randint(0, 17, (2, 7))

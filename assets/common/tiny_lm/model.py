@@ -102,23 +102,32 @@ class SelfAttention(nn.Module):
         self.qkv = nn.Linear(config.d_model, 3 * config.d_model)
         self.out = nn.Linear(config.d_model, config.d_model)
         self.dropout = nn.Dropout(config.dropout)
+        self.scale = 1.0 / math.sqrt(self.d_head)
+        self.exact_scale = self.scale == 2.0 ** round(math.log2(self.scale))
 
-    def forward(self, x: torch.Tensor, allowed: torch.Tensor, cache: LayerCache | None,
-                bias: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, LayerCache]:
-        """x (B, T, d); allowed (B, 1, T, S) bool; bias (B, H, T, S) added to the scores (ALiBi).
+    def forward(self, x: torch.Tensor, additive: torch.Tensor | None, allowed: torch.Tensor | None,
+                cache: LayerCache | None) -> tuple[torch.Tensor, torch.Tensor, LayerCache]:
+        """x (B, T, d); additive (B or 1, H or 1, T, S) or None: added to the scores (the ALiBi
+        bias, and −inf on the disallowed keys when `allowed` is None); allowed (B or 1, 1, T, S)
+        bool or None: the keys a query may attend to, when some query may have none (its
+        probabilities are then zeros, and no gradient flows through its masked scores).
         Returns (output, probabilities (B, H, T, S), cache)."""
         b, t, d = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.n_heads, self.d_head).permute(2, 0, 3, 1, 4)
         if cache is not None:
             k = torch.cat([cache.keys, k], dim=2)
             v = torch.cat([cache.values, v], dim=2)
-        scores = (q @ k.transpose(-1, -2)) / math.sqrt(self.d_head)
-        if bias is not None:
-            scores = scores + bias
-        scores = scores.masked_fill(~allowed, float("-inf"))
-        probs = torch.softmax(scores, dim=-1)
-        # a query with no allowed key (only possible for masked queries) attends to nothing
-        probs = torch.nan_to_num(probs, nan=0.0)
+        if self.exact_scale:    # a power of two: scaling q first is bit-identical and T/d_head times cheaper
+            scores = (q * self.scale) @ k.transpose(-1, -2)
+        else:
+            scores = (q @ k.transpose(-1, -2)) / math.sqrt(self.d_head)
+        if additive is not None:
+            scores = scores + additive
+        if allowed is None:
+            probs = torch.softmax(scores, dim=-1)
+        else:
+            # a query with no allowed key (only possible for masked queries) attends to nothing
+            probs = torch.nan_to_num(torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1), nan=0.0)
         mixed = (self.dropout(probs) @ v).transpose(1, 2).reshape(b, t, d)
         return self.out(mixed), probs, LayerCache(k, v)
 
@@ -132,8 +141,8 @@ class Block(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(config.d_model, config.ff), nn.GELU(),
                                  nn.Linear(config.ff, config.d_model), nn.Dropout(config.dropout))
 
-    def forward(self, x, allowed, cache, bias=None):
-        attended, probs, cache = self.attn(self.ln1(x), allowed, cache, bias)
+    def forward(self, x, additive, allowed, cache):
+        attended, probs, cache = self.attn(self.ln1(x), additive, allowed, cache)
         x = x + attended
         return x + self.mlp(self.ln2(x)), probs, cache
 
@@ -214,11 +223,18 @@ class TinyLM(nn.Module):
             if key_mask.shape != (b, s):
                 raise ValueError(f"key_mask must be (B, S) = {(b, s)}, got {tuple(key_mask.shape)}")
             allowed = allowed & key_mask[:, None, None, :].bool()
+        additive = bias
+        if key_mask is None or bool(allowed.any(dim=-1).all()):
+            # no query is left without a key (without a key mask each sees at least itself): the
+            # mask joins the bias in one additive term, built once for all layers — the same
+            # probabilities and gradients as masking the scores in every layer, in fewer passes
+            additive = (torch.zeros((), dtype=x.dtype, device=x.device) if bias is None else bias)
+            additive, allowed = additive.masked_fill(~allowed, float("-inf")), None
         attentions, hidden_states = [], [x] if return_hidden else []
         new_cache: list[LayerCache | None] = [None] * self.config.n_layers
         for index in layers:
             layer_cache = cache[index] if cache else None
-            x, probs, layer_cache = self.blocks[index](x, allowed, layer_cache, bias)
+            x, probs, layer_cache = self.blocks[index](x, additive, allowed, layer_cache)
             if bias is not None:
                 layer_cache.positions = key_positions
             new_cache[index] = layer_cache
