@@ -32,6 +32,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--d-model", type=int, default=0, help="0: the profile's")
     parser.add_argument("--lr", type=float, default=0.0, help="0: the profile's")
+    parser.add_argument("--batch", type=int, default=0, help="0: the profile's")
+    parser.add_argument("--weight-decay", type=float, default=0.0)
+    parser.add_argument("--curriculum", type=int, default=-1, help="-1: the profile's")
     parser.add_argument("--out", default="")
     args = parser.parse_args()
 
@@ -52,9 +55,10 @@ def main() -> None:
         print(json.dumps({"positional": args.positional, **curve[-1]}), flush=True)
         return False
 
-    P.sft_train(model, P.sft_examples(train), args.steps, p.sft.batch_size, args.lr or p.sft.lr, p.sft.warmup,
-                p.sft.curriculum, p.data.min_ops, p.data.max_ops, np.random.default_rng(args.seed),
-                decay=p.sft.decay, on_snapshot=snapshot, snapshot_every=args.every)
+    P.sft_train(model, P.sft_examples(train), args.steps, args.batch or p.sft.batch_size, args.lr or p.sft.lr,
+                p.sft.warmup, p.sft.curriculum if args.curriculum < 0 else args.curriculum, p.data.min_ops,
+                p.data.max_ops, np.random.default_rng(args.seed), decay=p.sft.decay, on_snapshot=snapshot,
+                snapshot_every=args.every, weight_decay=args.weight_decay)
     if args.out:
         with open(args.out, "w") as fh:
             json.dump({"args": vars(args), "curve": curve}, fh, indent=1)

@@ -131,14 +131,18 @@ def auroc(scores: np.ndarray, positive: np.ndarray) -> float:
     pos, neg = scores[positive], scores[~positive]
     if not len(pos) or not len(neg):
         return float("nan")
-    ranks = pd.Series(np.concatenate([pos, neg])).rank(method="average").to_numpy()
+    values, inverse, counts = np.unique(np.concatenate([pos, neg]), return_inverse=True, return_counts=True)
+    ranks = (np.cumsum(counts) - (counts - 1) / 2)[inverse]          # average ranks, 1-based, ties shared
     return float((ranks[:len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
 
 
 def relevance_auroc(tokens: pd.DataFrame, rule: str) -> float:
-    """AUROC of a rule's score for relevant (R) vs distractor (D) step tokens (letters, digits)."""
-    steps = tokens[tokens["label"].isin(["R", "D"])]
-    return auroc(steps[rule].to_numpy(), (steps["label"] == "R").to_numpy())
+    """AUROC of a rule's score for relevant (R) vs distractor (D) step tokens (letters, digits).
+    tokens: anything whose tokens[column] gives that column's values (a DataFrame, benchmark.Rows)."""
+    label = np.asarray(tokens["label"])
+    relevant, distractor = label == "R", label == "D"
+    steps = relevant | distractor
+    return auroc(np.asarray(tokens[rule])[steps], relevant[steps])
 
 
 def hub_top(tokens: pd.DataFrame, fraction: float, keys: Sequence[str] = ("problem",)) -> np.ndarray:

@@ -34,16 +34,47 @@ def masking_matrix(masking: pd.DataFrame, rule: str, band: str = MIDDLE, metric:
     return part.pivot(index="seed", columns="problem", values=metric).sort_index().to_numpy(dtype=float)
 
 
-def bootstrap_statistic(tokens: pd.DataFrame, stat: Callable[[pd.DataFrame], float], n_boot: int, seed: int,
+class Rows:
+    """A subset of a table's rows over numpy columns, what bootstrap_statistic hands its stat:
+    rows["col"] is that column's values (ndarray) on the subset, rows[mask or indices] a smaller
+    subset — the two pandas idioms the claims' statistics use, without building a DataFrame
+    per replicate."""
+
+    def __init__(self, columns: dict[str, np.ndarray], index: np.ndarray):
+        self.columns, self.index = columns, index
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame) -> Rows:
+        return cls({c: _fast(frame[c].to_numpy()) for c in frame.columns}, np.arange(len(frame)))
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            return self.columns[key][self.index]
+        return Rows(self.columns, self.index[np.asarray(key)])
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+
+def _fast(column: np.ndarray) -> np.ndarray:
+    """A column of Python strings as a numpy unicode array (vectorised comparisons); others as they are."""
+    if column.dtype == object and all(isinstance(v, str) for v in column):
+        return column.astype(str)
+    return column
+
+
+def bootstrap_statistic(tokens: pd.DataFrame, stat: Callable[[Rows], float], n_boot: int, seed: int,
                         level: float = LEVEL) -> tuple[float, float, float]:
     """(point, low, high) of mean over seeds of stat(seed's token rows): each replicate resamples
-    seeds, then that seed's problems (all their token rows) with replacement. A resampled copy of
-    a problem keeps its problem id, so stat must not group by problem (precompute per-problem
-    quantities as columns, as hubs_claim does)."""
+    seeds, then that seed's problems (all their token rows) with replacement. stat gets `Rows`
+    (column access and row filters, as on a DataFrame). A resampled copy of a problem keeps its
+    problem id, so stat must not group by problem (precompute per-problem quantities as columns,
+    as hubs_claim does)."""
     seeds = sorted(tokens["seed"].unique())
     frames = {s: tokens[tokens["seed"] == s].reset_index(drop=True) for s in seeds}
     rows = {s: list(frames[s].groupby("problem", sort=True).indices.values()) for s in seeds}
-    point = float(np.mean([stat(frames[s]) for s in seeds]))
+    tables = {s: Rows.of(frames[s]) for s in seeds}
+    point = float(np.mean([stat(tables[s]) for s in seeds]))
     rng = np.random.default_rng(seed)
     reps = np.empty(n_boot)
     for b in range(n_boot):
@@ -51,7 +82,7 @@ def bootstrap_statistic(tokens: pd.DataFrame, stat: Callable[[pd.DataFrame], flo
         for i in rng.integers(0, len(seeds), size=len(seeds)):
             groups = rows[seeds[i]]
             pick = rng.integers(0, len(groups), size=len(groups))
-            values.append(stat(frames[seeds[i]].iloc[np.concatenate([groups[j] for j in pick])]))
+            values.append(stat(tables[seeds[i]][np.concatenate([groups[j] for j in pick])]))
         reps[b] = np.mean(values)
     low, high = np.quantile(reps, [0.5 - level / 2, 0.5 + level / 2])
     if len(seeds) == 1:
@@ -204,7 +235,7 @@ def hubs_claim(tokens: pd.DataFrame, n_boot: int, seed: int) -> tuple[Claim, dic
     part = part.assign(top=A.hub_top(part, HUB_FRACTION, keys=("seed", "problem")),
                        structural=part["char"].isin(A.STRUCTURAL).to_numpy())
     point, low, high = bootstrap_statistic(
-        part, lambda t: float(np.log(A.odds_ratio(t["top"].to_numpy(), t["structural"].to_numpy()))), n_boot, seed)
+        part, lambda t: float(np.log(A.odds_ratio(t["top"], t["structural"]))), n_boot, seed)
     share = {c: float(part[part["char"].isin(list(c))].shape[0] / max(1, len(part))) for c in (";", "ABC")}
     claim = Claim(
         "hubs", "High-throughput tokens are structural: delimiters and symbolic anchors",
