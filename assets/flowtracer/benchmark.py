@@ -8,7 +8,7 @@ module constants, the same at every profile.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -16,6 +16,7 @@ import pandas as pd
 from assets.common.bootstrap import hierarchical_bootstrap
 from assets.common.claims import Claim, observation, seeds_label
 from assets.flowtracer import analysis as A
+from assets.flowtracer.params import RLAblation
 
 LEVEL = 0.90
 MASK_GAP = 0.05                 # top-τ > random + 0.05 > bottom + 0.05 (answer change)
@@ -314,11 +315,45 @@ def source_observation(tokens: pd.DataFrame, masking: pd.DataFrame) -> Claim:
         "answer-conditioned flow on that step (AUROC near 1); report only.", seeds=seeds_label(per_seed.index))
 
 
+def compared_runs(evals: pd.DataFrame, ablations: Sequence[RLAblation]) -> pd.DataFrame:
+    """The evaluation rows of the compared methods: the RL ablations' runs left out."""
+    return evals[~evals["method"].isin([a.method for a in ablations])]
+
+
+def rl_ablation_observation(evals: pd.DataFrame, ablations: Sequence[RLAblation], fraction: float,
+                            layers: Sequence[int], n_boot: int, seed: int) -> Claim:
+    """The paper's RL ablations (40 % beats 20 % and 60 %; middle layers beat early, late or all):
+    each ablation's held-out accuracy AUC minus flowtracer's (the profile's share and layers),
+    paired by seed and prompt. Report only; run where the profile lists rl_ablations (gpu)."""
+    paper = "40 % beats 20 % and 60 %; middle layers beat early, late or all"
+    what = "Ablation: flowtracer GRPO with another credit share or another layer band of W"
+    if not ablations:
+        return observation("rl_ablations", what, paper, "not run at this profile: the share and layer-band RL "
+                           "ablations are in the gpu profile (params.yaml flowtracer.gpu.rl_ablations)")
+    auc = accuracy_auc(evals)
+    flow = _auc_matrix(auc, "flowtracer")
+    parts = []
+    for i, a in enumerate(ablations):
+        other = _auc_matrix(auc, a.method)
+        ci = hierarchical_bootstrap(other - flow, n_boot, seed + i, LEVEL)
+        parts.append(f"{a.name} (top {a.fraction if a.fraction is not None else fraction:.0%}, layers "
+                     f"{list(a.layers if a.layers is not None else layers)}): AUC {other.mean():.3f}, "
+                     f"− flowtracer {_ci_text(ci.mean, ci.low, ci.high)}")
+    return observation(
+        "rl_ablations", what, paper, f"flowtracer (top {fraction:.0%}, layers {list(layers)}) AUC {flow.mean():.3f}; "
+        + "; ".join(parts), detail="the paper's ordering shows as every ablation − flowtracer CI below 0; report "
+        "only.", seeds=seeds_label(sorted(auc["seed"].unique())))
+
+
 def evaluate_claims(tokens: pd.DataFrame, masking: pd.DataFrame, evals: pd.DataFrame, checkpoints: pd.DataFrame,
-                    step_times: pd.DataFrame | None, n_boot: int, seed: int) -> tuple[list[Claim], dict]:
+                    step_times: pd.DataFrame | None, n_boot: int, seed: int, ablations: Sequence[RLAblation] = (),
+                    fraction: float = 0.4, layers: Sequence[int] = (1, 2)) -> tuple[list[Claim], dict]:
+    """Every claim and observation. evals holds the compared methods and the RL ablations' runs
+    (named by RLAblation.method); rl_gain judges the compared methods only."""
     numbers: dict = {}
     claims = [masking_claim(masking, n_boot, seed)]
-    for build in (lambda: auroc_claim(tokens, n_boot, seed + 100), lambda: rl_claim(evals, n_boot, seed + 200),
+    for build in (lambda: auroc_claim(tokens, n_boot, seed + 100),
+                  lambda: rl_claim(compared_runs(evals, ablations), n_boot, seed + 200),
                   lambda: middle_layers_claim(masking, tokens, n_boot, seed + 300),
                   lambda: hubs_claim(tokens, n_boot, seed + 400), lambda: overhead_claim(step_times)):
         claim, extra = build()
@@ -332,4 +367,5 @@ def evaluate_claims(tokens: pd.DataFrame, masking: pd.DataFrame, evals: pd.DataF
         "calibrated SFT steps and greedy test accuracy: "
         + ", ".join(f"seed {r.seed} {int(r.steps)} steps {r.test_accuracy:.3f}" for r in checkpoints.itertuples()),
         seeds=seeds_label(checkpoints["seed"])))
+    claims.append(rl_ablation_observation(evals, ablations, fraction, layers, n_boot, seed + 600))
     return claims, numbers

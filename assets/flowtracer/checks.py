@@ -243,7 +243,7 @@ def runs_valid(runs: pd.DataFrame, evals: pd.DataFrame, steps: pd.DataFrame, par
     import numpy as np
 
     problems = []
-    expected = {(m, s) for m in params.methods for s in params.seeds}
+    expected = {(m, s) for m in params.run_methods for s in params.seeds}
     found = set(zip(runs["method"], runs["seed"], strict=True))
     if found != expected:
         problems.append(f"runs missing {sorted(expected - found)}, unexpected {sorted(found - expected)}")

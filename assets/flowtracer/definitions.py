@@ -109,7 +109,7 @@ def grpo_runs(context: dg.AssetExecutionContext, regtrace_dataset: pd.DataFrame,
     table, evals, steps = runs.grpo_runs(
         regtrace_dataset, sft_checkpoints, p, lambda *k: compute.seed_for(paper.slug, *k),
         lambda name: artifacts.checkpoint_path(paper.slug, name), compute.provenance(paper.slug),
-        compute.workers(len(p.methods) * len(p.seeds), p.workers), context.log.info)
+        compute.workers(len(p.run_methods) * len(p.seeds), p.workers), context.log.info)
     artifacts.record_timings(paper.slug, "grpo_steps", steps[["method", "seed", "step", "rollouts", *STEP_TIMES]])
     artifacts.record_timings(paper.slug, "grpo_runs", table[["method", "seed", "seconds"]])
     base = artifacts.paper_dir(paper.slug) / "grpo"
@@ -153,5 +153,5 @@ PAPER = paper.define(
                    uses_params=True),
     ],
     claims=["masking", "backbone", "rl_gain", "middle_layers", "hubs", "overhead"],
-    observations=["masking_by_band", "answer_source", "sft_warm_start"],
+    observations=["masking_by_band", "answer_source", "sft_warm_start", "rl_ablations"],
 )

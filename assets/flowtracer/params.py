@@ -78,6 +78,21 @@ class AnalysisParams:
 
 
 @dataclass(frozen=True)
+class RLAblation:
+    """One more flowtracer GRPO run per seed with the credit share or the W layers changed: the
+    paper's "40 % beats 20 % and 60 %" and "middle layers beat early, late or all" ablations.
+    Its runs are named `flowtracer-<name>` in the tables and checkpoints."""
+
+    name: str
+    fraction: float | None = None               # top share of response tokens (None: flow.top_fraction)
+    layers: tuple[int, ...] | None = None       # layers of W (None: flow.layers)
+
+    @property
+    def method(self) -> str:
+        return f"flowtracer-{self.name}"
+
+
+@dataclass(frozen=True)
 class FlowtracerParams:
     data: DataParams
     model: ModelParams
@@ -90,6 +105,12 @@ class FlowtracerParams:
     workers: int
     bootstrap: int                  # bootstrap resamples of the claims' CIs
     threads: int = 1                # torch threads per run
+    rl_ablations: tuple[RLAblation, ...] = ()   # extra flowtracer runs (gpu profile)
+
+    @property
+    def run_methods(self) -> tuple[str, ...]:
+        """Every GRPO run name per seed: the compared methods, then the ablations."""
+        return (*self.methods, *(a.method for a in self.rl_ablations))
 
     def __post_init__(self):
         unknown = [m for m in self.methods if m not in METHODS]
@@ -97,6 +118,15 @@ class FlowtracerParams:
             raise ValueError(f"unknown methods {unknown}; known: {METHODS}")
         if "flowtracer" not in self.methods or "uniform" not in self.methods:
             raise ValueError("methods must include flowtracer and uniform (the claims compare them)")
+        names = [a.name for a in self.rl_ablations]
+        if len(set(names)) != len(names) or any(not n or "-" in n or "_" in n for n in names):
+            raise ValueError(f"rl_ablations need distinct names without '-' or '_', got {names}")
+        for a in self.rl_ablations:
+            if a.fraction is not None and not 0 < a.fraction <= 1:
+                raise ValueError(f"rl_ablations {a.name}: fraction must be in (0, 1], got {a.fraction}")
+            if a.layers is not None and (not a.layers or any(not 0 <= i < self.model.n_layers for i in a.layers)):
+                raise ValueError(f"rl_ablations {a.name}: layers must be a non-empty subset of "
+                                 f"0..{self.model.n_layers - 1}, got {a.layers}")
         low, high = self.sft.band
         if not 0 <= low <= high <= 1:
             raise ValueError(f"sft.band must satisfy 0 ≤ low ≤ high ≤ 1, got {self.sft.band}")

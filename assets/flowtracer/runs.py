@@ -208,7 +208,8 @@ def flow_annotations(frame: pd.DataFrame, checkpoints: pd.DataFrame, p: Flowtrac
 
 def grpo_job(job: dict) -> dict:
     """One method × seed GRPO run from its SFT checkpoint: per-step statistics and held-out
-    greedy rewards per prompt at every evaluation step (plain records)."""
+    greedy rewards per prompt at every evaluation step (plain records). job["method"] names the
+    run; job["rule"], job["fraction"] and job["layers"] are the credit it uses."""
     import torch
 
     from assets.flowtracer import method as M
@@ -234,9 +235,9 @@ def grpo_job(job: dict) -> dict:
     evaluate(0)
     for step in range(1, g.steps + 1):
         pick = rng.choice(len(train), size=g.prompts_per_step, replace=False)
-        stats = M.grpo_step(policy, opt, [train[i] for i in pick], job["method"], group_size=g.group_size,
-                            max_new=max_new(p), temperature=g.temperature, clip=g.clip, fraction=p.flow.top_fraction,
-                            gamma=p.flow.gamma, layers=p.flow.layers, drop_bos=p.flow.drop_bos,
+        stats = M.grpo_step(policy, opt, [train[i] for i in pick], job["rule"], group_size=g.group_size,
+                            max_new=max_new(p), temperature=g.temperature, clip=g.clip, fraction=job["fraction"],
+                            gamma=p.flow.gamma, layers=job["layers"], drop_bos=p.flow.drop_bos,
                             log_space=p.flow.log_space, generator=generator)
         steps.append({"step": step, **stats})
         if step % g.eval_every == 0 or step == g.steps:
@@ -250,6 +251,17 @@ def grpo_job(job: dict) -> dict:
             "evals": [{**tag, **e} for e in evals]}
 
 
+def grpo_run_specs(p: FlowtracerParams) -> list[dict]:
+    """Every GRPO run per seed: {method (its name), rule, fraction, layers} for each compared
+    method (the profile's share and layers), then each RL ablation (flowtracer credit with its
+    share or layers)."""
+    specs = [{"method": m, "rule": m, "fraction": p.flow.top_fraction, "layers": tuple(p.flow.layers)}
+             for m in p.methods]
+    return specs + [{"method": a.method, "rule": "flowtracer",
+                     "fraction": p.flow.top_fraction if a.fraction is None else a.fraction,
+                     "layers": tuple(p.flow.layers if a.layers is None else a.layers)} for a in p.rl_ablations]
+
+
 def grpo_runs(frame: pd.DataFrame, checkpoints: pd.DataFrame, p: FlowtracerParams, seed_for, checkpoint_path,
               provenance: dict, workers: int, log: Log) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Every method × seed from that seed's SFT checkpoint: (runs, evals, steps)."""
@@ -259,10 +271,11 @@ def grpo_runs(frame: pd.DataFrame, checkpoints: pd.DataFrame, p: FlowtracerParam
     rl = split(frame, "rl")[["prompt", "answer"]].to_dict("records")
     held = split(frame, "rl_eval")[["prompt", "answer"]].to_dict("records")
     by_seed = {int(r.seed): {"checkpoint": r.checkpoint, "md5": r.md5} for r in checkpoints.itertuples()}
-    jobs = [{"params": p, "method": m, "seed": int(seed_for("grpo", s)), "seed_index": s, "threads": p.threads,
-             "checkpoint": by_seed[s], "rl": rl, "rl_eval": held, "path": str(checkpoint_path(f"grpo_{m}_seed{s}")),
-             "provenance": provenance} for s in p.seeds for m in p.methods]
-    costs = [1.2 if j["method"] in ("flowtracer", "bottom", "attention") else 1.0 for j in jobs]
+    jobs = [{"params": p, **run, "seed": int(seed_for("grpo", s)), "seed_index": s, "threads": p.threads,
+             "checkpoint": by_seed[s], "rl": rl, "rl_eval": held,
+             "path": str(checkpoint_path(f"grpo_{run['method']}_seed{s}")), "provenance": provenance}
+            for s in p.seeds for run in grpo_run_specs(p)]
+    costs = [1.2 if j["rule"] in ("flowtracer", "bottom", "attention") else 1.0 for j in jobs]
     progress = Progress(log, len(jobs), "GRPO runs")
     runs, evals, steps = [], [], []
     for _, result in longest_first(grpo_job, jobs, workers, costs):

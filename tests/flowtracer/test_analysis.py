@@ -187,3 +187,47 @@ def test_masking_by_band_judges_each_band_and_the_claim_only_the_middle():
     assert not B.masking_claim(both, 300, 0).holds                     # judged at band 1-2
     text = B.masking_band_observation(both, 300, 0).measured_value
     assert text.index("band 0:") < text.index("→ met") < text.index("band 1-2:") < text.index("→ not met")
+
+
+def test_rl_ablations_are_paired_against_flowtracer_and_left_out_of_rl_gain():
+    from assets.flowtracer.params import RLAblation
+
+    ablations = (RLAblation("top20", fraction=0.2), RLAblation("late", layers=(3,)))
+    evals = _evals({"flowtracer": 0.8, "uniform": 0.3, "flowtracer-top20": 0.0, "flowtracer-late": 0.8})
+    obs = B.rl_ablation_observation(evals, ablations, 0.4, (1, 2), 300, 0)
+    assert obs.holds is None and obs.kind == "observation"
+    top20, late = obs.measured_value.split("; ")[1:]
+    assert top20.startswith("top20 (top 20%, layers [1, 2])") and "CI -" in top20 and "CI +" not in top20
+    assert late.startswith("late (top 40%, layers [3])")
+    low = float(late.split("CI ")[1].split(",")[0])
+    assert low < 0 < float(late.split(", ")[-1].rstrip("]"))        # same gain: the CI straddles 0
+    assert "not run at this profile" in B.rl_ablation_observation(evals, (), 0.4, (1, 2), 300, 0).measured_value
+    # rl_gain sees the compared methods only: the ablation rows change none of its numbers
+    full = _evals({"flowtracer": 0.8, "uniform": 0.3, "random": 0.3, "attention": 0.3, "entropy": 0.3, "bottom": 0.0})
+    extra = pd.concat([full, evals[evals["method"].str.startswith("flowtracer-")]], ignore_index=True)
+    compared = B.compared_runs(extra, ablations)
+    assert set(compared["method"]) == set(full["method"])
+    assert B.rl_claim(compared, 300, 0)[0].measured_value == B.rl_claim(full, 300, 0)[0].measured_value
+
+
+def test_rl_ablation_params_are_checked():
+    from dataclasses import replace
+
+    from assets.common.params import parse
+    from assets.flowtracer import runs as R
+    from assets.flowtracer.params import FlowtracerParams, RLAblation
+    from resources.profiles import load_params
+
+    base = parse(FlowtracerParams, load_params("flowtracer", "cpu"), "flowtracer.cpu")
+    p = replace(base, rl_ablations=(RLAblation("top60", fraction=0.6), RLAblation("early", layers=(0,))))
+    assert p.run_methods == (*base.methods, "flowtracer-top60", "flowtracer-early")
+    specs = {s["method"]: s for s in R.grpo_run_specs(p)}
+    assert specs["flowtracer"] == {"method": "flowtracer", "rule": "flowtracer", "fraction": 0.4, "layers": (1, 2)}
+    assert specs["flowtracer-top60"] == {"method": "flowtracer-top60", "rule": "flowtracer", "fraction": 0.6,
+                                         "layers": (1, 2)}
+    assert specs["flowtracer-early"]["layers"] == (0,) and specs["flowtracer-early"]["fraction"] == 0.4
+    for bad, match in [((RLAblation("a"), RLAblation("a")), "distinct"), ((RLAblation("x-y"),), "distinct"),
+                       ((RLAblation("a", fraction=0.0),), "fraction"), ((RLAblation("a", layers=(4,)),), "layers"),
+                       ((RLAblation("a", layers=()),), "layers")]:
+        with pytest.raises(ValueError, match=match):
+            replace(base, rl_ablations=bad)

@@ -29,6 +29,8 @@ def test_smoke_report_has_every_claim_and_the_plots(run):
     claims = pd.read_parquet(run.data_dir / "results" / "flowtracer" / "claims.parquet")
     volatile = {"overhead"}                  # wall clock: a run record (data/runs), not a reproducible row
     assert set(run.paper.claim_ids) | set(run.paper.observation_ids) == set(claims["claim_id"]) | volatile
+    ablation = claims.set_index("claim_id").loc["rl_ablations", "measured_value"]
+    assert ablation.startswith("flowtracer (top 40%, layers [1, 2])") and "late20 (top 20%, layers [3])" in ablation
     assert "How this reproduction differs from the paper" in (report / "REPORT.md").read_text()
 
 
@@ -85,6 +87,7 @@ def test_runs_gate_catches_a_missing_run_and_a_short_evaluation(run, in_smoke_da
     p = smoke_params()
     table, evals, steps = pd.DataFrame(value["runs"]), checks._read(value["evals"]), checks._read(value["steps"])
     assert checks.runs_valid(table, evals, steps, params=p).passed
+    assert set(table["method"]) == set(p.run_methods) and "flowtracer-late20" in set(evals["method"])
     message = checks.runs_valid(table.iloc[1:], evals[evals["step"] != 1], steps, params=p).message()
     assert "runs missing" in message and "evaluated at steps" in message
 
