@@ -5,7 +5,13 @@ compare every snapshot with the checkpoint that run saved (bit for bit).
 
 Needs a stored run in data/dream_mpc (env_catalog.json and the checkpoints). On 2026-12-06,
 cartpole-swingup seed 4 retrained bit-identical here (strong policy 168.8 vs random 199.8),
-while the 2026-12-02 run on another machine passed the policy_beats_random gate.
+while the 2026-12-02 run on another machine passed the policy_beats_random gate. The same
+retrain on this (AVX-512) machine with torch's AVX2 kernels,
+
+    ATEN_CPU_CAPABILITY=avx2 .venv/bin/python benchmarks/dream_mpc_determinism.py
+
+differs from the stored checkpoints and gives a strong policy of 269.8 (above random): the CPU
+kernels' rounding decides the gate for this seed.
 """
 from __future__ import annotations
 
