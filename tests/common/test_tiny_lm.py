@@ -120,6 +120,25 @@ def test_kv_cache_equals_the_full_forward_pass(positional):
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("positional", ["learned", "alibi"])
+def test_a_cache_with_capacity_fills_one_buffer_in_place_and_gives_the_same_numbers(positional):
+    model = lm(positional=positional).eval()
+    x = torch.randint(0, 17, (3, 9))
+    grown = model(x[:, :5], use_cache=True)
+    sized = model(x[:, :5], use_cache=True, cache_capacity=7)
+    buffer = sized.cache[0].key_buffer
+    assert buffer.shape[2] == 7 and grown.cache[0].key_buffer is None
+    for t in range(5, 9):                       # positions 5, 6 fit the buffer; 7, 8 are concatenated
+        grown = model(x[:, t:t + 1], cache=grown.cache, use_cache=True)
+        sized = model(x[:, t:t + 1], cache=sized.cache, use_cache=True)
+        assert torch.equal(sized.logits, grown.logits)
+        for a, b in zip(sized.cache, grown.cache):
+            assert torch.equal(a.keys, b.keys) and torch.equal(a.values, b.values)
+        assert (sized.cache[0].key_buffer is buffer) == (t + 1 <= 7)
+        if t + 1 <= 7:
+            assert sized.cache[0].keys.data_ptr() == buffer.data_ptr()      # a view: nothing copied
+
+
 def test_vector_inputs_give_hidden_states_without_an_lm_head():
     torch.manual_seed(0)
     model = TinyLM(TinyLMConfig(input_dim=5, d_model=16, n_heads=2, n_layers=2, context=12)).eval()

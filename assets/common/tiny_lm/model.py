@@ -72,11 +72,16 @@ class TinyLMConfig:
 @dataclass
 class LayerCache:
     """Keys and values of the positions seen so far: (B, H, S, d_head) each; positions (B, S)
-    of those keys (what ALiBi's distance needs)."""
+    of those keys (what ALiBi's distance needs). key_buffer / value_buffer (B, H, capacity,
+    d_head), when the cache was started with a capacity: keys and values are their first S
+    positions, and the next positions are written in place instead of concatenated (the same
+    numbers; for a cache extended along one path only, as in sampling)."""
 
     keys: torch.Tensor
     values: torch.Tensor
     positions: torch.Tensor | None = None
+    key_buffer: torch.Tensor | None = None
+    value_buffer: torch.Tensor | None = None
 
 
 @dataclass
@@ -106,17 +111,16 @@ class SelfAttention(nn.Module):
         self.exact_scale = self.scale == 2.0 ** round(math.log2(self.scale))
 
     def forward(self, x: torch.Tensor, additive: torch.Tensor | None, allowed: torch.Tensor | None,
-                cache: LayerCache | None) -> tuple[torch.Tensor, torch.Tensor, LayerCache]:
+                cache: LayerCache | None, capacity: int = 0) -> tuple[torch.Tensor, torch.Tensor, LayerCache]:
         """x (B, T, d); additive (B or 1, H or 1, T, S) or None: added to the scores (the ALiBi
         bias, and −inf on the disallowed keys when `allowed` is None); allowed (B or 1, 1, T, S)
         bool or None: the keys a query may attend to, when some query may have none (its
         probabilities are then zeros, and no gradient flows through its masked scores).
+        capacity > 0 (no cache yet): start a cache with room for that many positions.
         Returns (output, probabilities (B, H, T, S), cache)."""
         b, t, d = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.n_heads, self.d_head).permute(2, 0, 3, 1, 4)
-        if cache is not None:
-            k = torch.cat([cache.keys, k], dim=2)
-            v = torch.cat([cache.values, v], dim=2)
+        k, v, buffers = _extend(cache, k, v, capacity)
         if self.exact_scale:    # a power of two: scaling q first is bit-identical and T/d_head times cheaper
             scores = (q * self.scale) @ k.transpose(-1, -2)
         else:
@@ -129,7 +133,26 @@ class SelfAttention(nn.Module):
             # a query with no allowed key (only possible for masked queries) attends to nothing
             probs = torch.nan_to_num(torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1), nan=0.0)
         mixed = (self.dropout(probs) @ v).transpose(1, 2).reshape(b, t, d)
-        return self.out(mixed), probs, LayerCache(k, v)
+        return self.out(mixed), probs, LayerCache(k, v, None, *buffers)
+
+
+def _extend(cache: LayerCache | None, k: torch.Tensor, v: torch.Tensor, capacity: int):
+    """(keys, values, (key_buffer, value_buffer)) after appending the new k, v (B, H, T, d_head):
+    written into the cache's buffers when it has them and they have room (no copy of the past),
+    into new buffers of `capacity` positions when there is no cache yet, else concatenated."""
+    past = 0 if cache is None else cache.keys.shape[2]
+    end = past + k.shape[2]
+    if cache is None and capacity >= end:
+        buffers = (k.new_empty((*k.shape[:2], capacity, k.shape[3])), v.new_empty((*v.shape[:2], capacity, v.shape[3])))
+    elif cache is not None and cache.key_buffer is not None and cache.key_buffer.shape[2] >= end:
+        buffers = (cache.key_buffer, cache.value_buffer)
+    else:
+        if cache is not None:
+            k, v = torch.cat([cache.keys, k], dim=2), torch.cat([cache.values, v], dim=2)
+        return k, v, (None, None)
+    buffers[0][:, :, past:end] = k
+    buffers[1][:, :, past:end] = v
+    return buffers[0][:, :, :end], buffers[1][:, :, :end], buffers
 
 
 class Block(nn.Module):
@@ -141,8 +164,8 @@ class Block(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(config.d_model, config.ff), nn.GELU(),
                                  nn.Linear(config.ff, config.d_model), nn.Dropout(config.dropout))
 
-    def forward(self, x, additive, allowed, cache):
-        attended, probs, cache = self.attn(self.ln1(x), additive, allowed, cache)
+    def forward(self, x, additive, allowed, cache, capacity=0):
+        attended, probs, cache = self.attn(self.ln1(x), additive, allowed, cache, capacity)
         x = x + attended
         return x + self.mlp(self.ln2(x)), probs, cache
 
@@ -191,11 +214,13 @@ class TinyLM(nn.Module):
     def forward(self, tokens: torch.Tensor | None = None, vectors: torch.Tensor | None = None, *,
                 key_mask: torch.Tensor | None = None, positions: torch.Tensor | None = None,
                 keep: list[int] | None = None, cache: list[LayerCache | None] | None = None,
-                return_attention: bool = False, return_hidden: bool = False, use_cache: bool = False
-                ) -> TinyLMOutput:
+                return_attention: bool = False, return_hidden: bool = False, use_cache: bool = False,
+                cache_capacity: int = 0) -> TinyLMOutput:
         """tokens (B, T) long or vectors (B, T, input_dim); key_mask (B, S) bool over every key
         position (cached + new; True = may be attended to); positions (B, T) long (default:
-        past length + arange(T)); keep: layer indices to run (default all, must be increasing)."""
+        past length + arange(T)); keep: layer indices to run (default all, must be increasing).
+        cache_capacity: when starting a cache (use_cache, no cache given), room for this many
+        positions, filled in place by later calls (decoding along one path; same numbers)."""
         if (tokens is None) == (vectors is None):
             raise ValueError("pass exactly one of tokens or vectors")
         x = self.embed(tokens if tokens is not None else vectors)
@@ -234,7 +259,8 @@ class TinyLM(nn.Module):
         new_cache: list[LayerCache | None] = [None] * self.config.n_layers
         for index in layers:
             layer_cache = cache[index] if cache else None
-            x, probs, layer_cache = self.blocks[index](x, additive, allowed, layer_cache)
+            x, probs, layer_cache = self.blocks[index](x, additive, allowed, layer_cache,
+                                                       cache_capacity if use_cache else 0)
             if bias is not None:
                 layer_cache.positions = key_positions
             new_cache[index] = layer_cache

@@ -74,7 +74,8 @@ def generate(model: TinyLM, prompt_tokens: torch.Tensor, prompt_mask: torch.Tens
         raise ValueError(f"prompt {p} + {max_new} new tokens exceed the context {model.config.context}")
     mask = prompt_mask.bool().clone()
     positions = positions_of(mask)
-    out = model(prompt_tokens, key_mask=mask, positions=positions, use_cache=True)
+    out = model(prompt_tokens, key_mask=mask, positions=positions, use_cache=True,
+                cache_capacity=p + max_new if use_cache else 0)
     cache, logits = out.cache, out.logits[:, -1]
     next_position = positions[:, -1] + mask[:, -1].long()
     done = torch.zeros(b, dtype=torch.bool, device=prompt_tokens.device)
