@@ -53,9 +53,6 @@ class Rows:
             return self.columns[key][self.index]
         return Rows(self.columns, self.index[np.asarray(key)])
 
-    def __len__(self) -> int:
-        return len(self.index)
-
 
 def _fast(column: np.ndarray) -> np.ndarray:
     """A column of Python strings as a numpy unicode array (vectorised comparisons); others as they are."""
@@ -336,8 +333,8 @@ def rl_ablation_observation(evals: pd.DataFrame, ablations: Sequence[RLAblation]
     for i, a in enumerate(ablations):
         other = _auc_matrix(auc, a.method)
         ci = hierarchical_bootstrap(other - flow, n_boot, seed + i, LEVEL)
-        parts.append(f"{a.name} (top {a.fraction if a.fraction is not None else fraction:.0%}, layers "
-                     f"{list(a.layers if a.layers is not None else layers)}): AUC {other.mean():.3f}, "
+        share, band = a.credit(fraction, tuple(layers))
+        parts.append(f"{a.name} (top {share:.0%}, layers {list(band)}): AUC {other.mean():.3f}, "
                      f"− flowtracer {_ci_text(ci.mean, ci.low, ci.high)}")
     return observation(
         "rl_ablations", what, paper, f"flowtracer (top {fraction:.0%}, layers {list(layers)}) AUC {flow.mean():.3f}; "
@@ -346,10 +343,11 @@ def rl_ablation_observation(evals: pd.DataFrame, ablations: Sequence[RLAblation]
 
 
 def evaluate_claims(tokens: pd.DataFrame, masking: pd.DataFrame, evals: pd.DataFrame, checkpoints: pd.DataFrame,
-                    step_times: pd.DataFrame | None, n_boot: int, seed: int, ablations: Sequence[RLAblation] = (),
-                    fraction: float = 0.4, layers: Sequence[int] = (1, 2)) -> tuple[list[Claim], dict]:
+                    step_times: pd.DataFrame | None, n_boot: int, seed: int, *, ablations: Sequence[RLAblation],
+                    fraction: float, layers: Sequence[int]) -> tuple[list[Claim], dict]:
     """Every claim and observation. evals holds the compared methods and the RL ablations' runs
-    (named by RLAblation.method); rl_gain judges the compared methods only."""
+    (named by RLAblation.method); rl_gain judges the compared methods only. fraction and layers:
+    the profile's flowtracer credit (flow.top_fraction, flow.layers)."""
     numbers: dict = {}
     claims = [masking_claim(masking, n_boot, seed)]
     for build in (lambda: auroc_claim(tokens, n_boot, seed + 100),

@@ -91,6 +91,11 @@ class RLAblation:
     def method(self) -> str:
         return f"flowtracer-{self.name}"
 
+    def credit(self, fraction: float, layers: tuple[int, ...]) -> tuple[float, tuple[int, ...]]:
+        """(share, layers) this run uses, given the profile's flow.top_fraction and flow.layers."""
+        return (fraction if self.fraction is None else self.fraction,
+                tuple(layers if self.layers is None else self.layers))
+
 
 @dataclass(frozen=True)
 class FlowtracerParams:

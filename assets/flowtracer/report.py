@@ -85,7 +85,8 @@ def build_report(tokens: pd.DataFrame, masking: pd.DataFrame, evals: pd.DataFram
                  checkpoints: pd.DataFrame, calibration: dict, params: FlowtracerParams, base_seed: int,
                  step_times: pd.DataFrame | None = None) -> Report:
     claims, numbers = B.evaluate_claims(tokens, masking, evals, checkpoints, step_times, params.bootstrap, base_seed,
-                                        params.rl_ablations, params.flow.top_fraction, params.flow.layers)
+                                        ablations=params.rl_ablations, fraction=params.flow.top_fraction,
+                                        layers=params.flow.layers)
     middle = masking[masking["band"] == B.MIDDLE]
     mask_table = middle.groupby("rule")[["answer_changed", "flipped"]].mean().mul(100).reindex(A.SCORE_RULES)
     mask_table["paper_answer_change"] = [B.PAPER_MASKING.get(r, (np.nan, np.nan))[0] for r in mask_table.index]

@@ -257,9 +257,10 @@ def grpo_run_specs(p: FlowtracerParams) -> list[dict]:
     share or layers)."""
     specs = [{"method": m, "rule": m, "fraction": p.flow.top_fraction, "layers": tuple(p.flow.layers)}
              for m in p.methods]
-    return specs + [{"method": a.method, "rule": "flowtracer",
-                     "fraction": p.flow.top_fraction if a.fraction is None else a.fraction,
-                     "layers": tuple(p.flow.layers if a.layers is None else a.layers)} for a in p.rl_ablations]
+    for a in p.rl_ablations:
+        fraction, layers = a.credit(p.flow.top_fraction, tuple(p.flow.layers))
+        specs.append({"method": a.method, "rule": "flowtracer", "fraction": fraction, "layers": layers})
+    return specs
 
 
 def grpo_runs(frame: pd.DataFrame, checkpoints: pd.DataFrame, p: FlowtracerParams, seed_for, checkpoint_path,
