@@ -14,6 +14,7 @@ flipped = its correctness differs.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import ModuleType
 
 import numpy as np
 import pandas as pd
@@ -25,15 +26,19 @@ from assets.flowtracer import flow as FL
 from assets.flowtracer.method import top_fraction_mask
 
 SCORE_RULES = ("flow", "random", "bottom", "one_hop", "rollout", "recency", "attention")
-STRUCTURAL = set(";ABC")
 
 
-def _batch(problems: pd.DataFrame) -> tuple[torch.Tensor, torch.Tensor, list[int], list[int]]:
+def band_name(layers: Sequence[int]) -> str:
+    """A layer band's name in the tables: its layers joined by `-` ((1, 2) → "1-2")."""
+    return "-".join(map(str, layers))
+
+
+def _batch(problems: pd.DataFrame, task: ModuleType) -> tuple[torch.Tensor, torch.Tensor, list[int], list[int]]:
     """Right-padded `<bos> prompt trace-through-#` (N, T), key mask, trace start and `#` index."""
     seqs, starts, hashes = [], [], []
     for r in problems.itertuples():
         head = r.trace[:r.trace.index("#") + 1]
-        seqs.append([D.BOS_ID] + D.encode(r.prompt + head))
+        seqs.append([D.BOS_ID] + task.encode(r.prompt + head))
         starts.append(D.trace_start(r.prompt))
         hashes.append(len(seqs[-1]) - 1)
     width = max(map(len, seqs)) + 1               # room for the answer token
@@ -55,10 +60,11 @@ def answers_at_hash(model: TinyLM, tokens: torch.Tensor, key_mask: torch.Tensor,
 
 @torch.no_grad()
 def score_tokens(model: TinyLM, problems: pd.DataFrame, layers: Sequence[int], drop_bos: bool,
-                 generator: torch.Generator) -> dict:
+                 generator: torch.Generator, task: ModuleType = D) -> dict:
     """Scores (N, T) float64 per rule in SCORE_RULES over each row's trace tokens before `#`
-    (other positions NaN), with the tokens, masks, answers and layout they were computed on."""
-    tokens, key_mask, starts, hashes = _batch(problems)
+    (other positions NaN), with the tokens, masks, answers and layout they were computed on.
+    problems: the task's dataset rows (RegTrace by default)."""
+    tokens, key_mask, starts, hashes = _batch(problems, task)
     answers = answers_at_hash(model, tokens, key_mask, hashes)
     rows = torch.arange(len(hashes))
     tokens[rows, torch.tensor(hashes) + 1] = answers
@@ -92,11 +98,11 @@ def score_tokens(model: TinyLM, problems: pd.DataFrame, layers: Sequence[int], d
 
 @torch.no_grad()
 def masking(model: TinyLM, problems: pd.DataFrame, scored: dict, fraction: float, rules: Sequence[str],
-            generator: torch.Generator) -> pd.DataFrame:
+            generator: torch.Generator, task: ModuleType = D) -> pd.DataFrame:
     """One row per (problem, rule): answer_changed, flipped (0/1), masked tokens."""
     tokens, key_mask, trace, hashes = scored["tokens"], scored["key_mask"], scored["trace"], scored["hashes"]
     base = scored["answers"]
-    gold = torch.tensor([D.TOKEN_ID[str(a)] for a in problems["answer"]])
+    gold = torch.tensor([task.TOKEN_ID[str(a)] for a in problems["answer"]])
     rows = []
     for rule in rules:
         top = top_fraction_mask(torch.nan_to_num(scored["scores"][rule], nan=-np.inf), trace, fraction, generator)
@@ -168,26 +174,33 @@ def odds_ratio(top: np.ndarray, structural: np.ndarray) -> float:
     return float((a / b) / (c / d))
 
 
-def hub_odds_ratio(tokens: pd.DataFrame, fraction: float) -> float:
-    """Odds ratio of a structural token (`;` or a register letter) among each problem's top
-    `fraction` trace tokens by τ against the rest (0.5 added to every cell)."""
-    return odds_ratio(hub_top(tokens, fraction), tokens["char"].isin(STRUCTURAL).to_numpy())
+def structural(tokens: pd.DataFrame, task: ModuleType = D) -> np.ndarray:
+    """Whether each token_table row is a structural token, by kind: a separator or a register
+    letter in RegTrace; a separator, variable letter or `=` in ArithChain (task.STRUCTURAL_KINDS)."""
+    return tokens["kind"].isin(task.STRUCTURAL_KINDS).to_numpy()
 
 
-def answer_source(tokens: pd.DataFrame) -> np.ndarray:
-    """Whether each row is the letter or digit of its problem's last relevant step: the write the
-    teacher-forced answer copies (its value is the answer). A problem whose queried register is
-    never written in the trace has no source row. tokens: token_table rows of one seed or with a
-    seed column (then grouped by seed and problem)."""
+def hub_odds_ratio(tokens: pd.DataFrame, fraction: float, task: ModuleType = D) -> float:
+    """Odds ratio of a structural token among each problem's top `fraction` trace tokens by τ
+    against the rest (0.5 added to every cell)."""
+    return odds_ratio(hub_top(tokens, fraction), structural(tokens, task))
+
+
+def answer_source(tokens: pd.DataFrame, step_chars: int = D.STEP_CHARS) -> np.ndarray:
+    """Whether each row is a character of its problem's last relevant step (its step_chars
+    characters before `;`: task.STEP_CHARS): the write the teacher-forced answer copies (its value
+    is the answer). A problem whose queried register is never written in the trace has no source
+    row. tokens: token_table rows of one seed or with a seed column (then grouped by seed and
+    problem)."""
     keys = ["seed", "problem"] if "seed" in tokens else ["problem"]
     tokens = tokens.reset_index(drop=True)
     relevant = tokens["label"] == "R"
     last = tokens["position"].where(relevant).groupby([tokens[k] for k in keys]).transform("max")
-    return (relevant & (tokens["position"] >= last - 1)).to_numpy()
+    return (relevant & (tokens["position"] >= last - (step_chars - 1))).to_numpy()
 
 
-def source_auroc(tokens: pd.DataFrame, rule: str) -> float:
+def source_auroc(tokens: pd.DataFrame, rule: str, step_chars: int = D.STEP_CHARS) -> float:
     """AUROC of a rule's score for the answer-source step tokens against every other step token
-    (letters, digits; relevant or not)."""
+    (a step's characters before `;`; relevant or not)."""
     steps = tokens[tokens["label"].isin(["R", "D"])]
-    return auroc(steps[rule].to_numpy(), answer_source(steps))
+    return auroc(steps[rule].to_numpy(), answer_source(steps, step_chars))

@@ -9,6 +9,7 @@ module constants, the same at every profile.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from types import ModuleType
 
 import numpy as np
 import pandas as pd
@@ -24,12 +25,11 @@ AUROC_MIN = 0.75                # relevant vs distractor
 AUROC_GAP = 0.05                # above 1-hop attention and rollout
 OVERHEAD_MAX = 0.045            # flow analysis ≤ 4.5 % of a GRPO step
 HUB_FRACTION = 0.4              # hub enrichment among the top 40 % by τ
-MIDDLE = "1-2"                  # the band the spec calls middle layers
 POINTWISE = ("random", "attention", "entropy")
 PAPER_MASKING = {"flow": (45.9, 14.9), "random": (29.5, 4.5), "bottom": (14.9, 0.5)}
 
 
-def masking_matrix(masking: pd.DataFrame, rule: str, band: str = MIDDLE, metric: str = "answer_changed") -> np.ndarray:
+def masking_matrix(masking: pd.DataFrame, rule: str, band: str, metric: str = "answer_changed") -> np.ndarray:
     """(seeds, prompts) of a masking metric for one rule and layer band."""
     part = masking[(masking["rule"] == rule) & (masking["band"] == band)]
     return part.pivot(index="seed", columns="problem", values=metric).sort_index().to_numpy(dtype=float)
@@ -92,7 +92,7 @@ def _ci_text(point: float, low: float, high: float) -> str:
     return f"{point:+.3f} [{LEVEL:.0%} CI {low:+.3f}, {high:+.3f}]"
 
 
-def masking_gaps(masking: pd.DataFrame, n_boot: int, seed: int, band: str = MIDDLE):
+def masking_gaps(masking: pd.DataFrame, n_boot: int, seed: int, band: str):
     """(top − random, random − bottom) answer-change CIs at one layer band, and whether both
     lower bounds exceed MASK_GAP (the masking criterion)."""
     rates = {r: masking_matrix(masking, r, band) for r in ("flow", "random", "bottom")}
@@ -101,14 +101,15 @@ def masking_gaps(masking: pd.DataFrame, n_boot: int, seed: int, band: str = MIDD
     return top_vs_random, random_vs_bottom, bool(top_vs_random.low > MASK_GAP and random_vs_bottom.low > MASK_GAP)
 
 
-def masking_claim(masking: pd.DataFrame, n_boot: int, seed: int) -> Claim:
+def masking_claim(masking: pd.DataFrame, n_boot: int, seed: int, band: str) -> Claim:
+    """The masking criterion at `band` (the profile's middle layers, analysis.band_name)."""
     seeds = sorted(masking["seed"].unique())
-    rates = {r: masking_matrix(masking, r) for r in ("flow", "random", "bottom")}
-    flips = {r: masking_matrix(masking, r, metric="flipped") for r in ("flow", "random", "bottom")}
-    top_vs_random, random_vs_bottom, holds = masking_gaps(masking, n_boot, seed)
+    rates = {r: masking_matrix(masking, r, band) for r in ("flow", "random", "bottom")}
+    flips = {r: masking_matrix(masking, r, band, metric="flipped") for r in ("flow", "random", "bottom")}
+    top_vs_random, random_vs_bottom, holds = masking_gaps(masking, n_boot, seed, band)
     ours = " / ".join(f"{100 * rates[r].mean():.1f}" for r in ("flow", "random", "bottom"))
     ours_flip = " / ".join(f"{100 * flips[r].mean():.1f}" for r in ("flow", "random", "bottom"))
-    others = ", ".join(f"{r} {100 * masking_matrix(masking, r).mean():.1f}" for r in ("recency", "attention",
+    others = ", ".join(f"{r} {100 * masking_matrix(masking, r, band).mean():.1f}" for r in ("recency", "attention",
                                                                                        "one_hop", "rollout"))
     return Claim(
         "masking", "Masking 20 % of the trace tokens by top flow throughput changes the answer more than random "
@@ -120,7 +121,7 @@ def masking_claim(masking: pd.DataFrame, n_boot: int, seed: int) -> Claim:
         seeds=seeds_label(seeds))
 
 
-def auroc_claim(tokens: pd.DataFrame, n_boot: int, seed: int, band: str = MIDDLE) -> tuple[Claim, dict]:
+def auroc_claim(tokens: pd.DataFrame, n_boot: int, seed: int, band: str) -> tuple[Claim, dict]:
     part = tokens[tokens["band"] == band]
     seeds = sorted(part["seed"].unique())
     flow = bootstrap_statistic(part, lambda t: A.relevance_auroc(t, "flow"), n_boot, seed)
@@ -200,19 +201,21 @@ def rl_claim(evals: pd.DataFrame, n_boot: int, seed: int) -> tuple[Claim, dict]:
     return claim, {f"accuracy_auc_{m}": v for m, v in means.items()}
 
 
-def middle_layers_claim(masking: pd.DataFrame, tokens: pd.DataFrame, n_boot: int, seed: int) -> tuple[Claim, dict]:
+def middle_layers_claim(masking: pd.DataFrame, tokens: pd.DataFrame, n_boot: int, seed: int,
+                        middle: str) -> tuple[Claim, dict]:
+    """Band `middle` (the profile's flow.layers) against every other analysed band."""
     bands = sorted(masking["band"].unique())
-    others = [b for b in bands if b != MIDDLE]
+    others = [b for b in bands if b != middle]
     seeds = sorted(masking["seed"].unique())
     change = {b: masking_matrix(masking, "flow", b) for b in bands}
     aurocs = {b: float(np.mean([A.relevance_auroc(tokens[(tokens["band"] == b) & (tokens["seed"] == s)], "flow")
                                 for s in seeds])) for b in bands}
-    holds, parts = MIDDLE in bands and bool(others), []
+    holds, parts = middle in bands and bool(others), []
     for i, b in enumerate(others):
-        ci = hierarchical_bootstrap(change[MIDDLE] - change[b], n_boot, seed + i, LEVEL)
-        part = tokens[tokens["band"].isin([MIDDLE, b])]
+        ci = hierarchical_bootstrap(change[middle] - change[b], n_boot, seed + i, LEVEL)
+        part = tokens[tokens["band"].isin([middle, b])]
         gap = bootstrap_statistic(
-            part, lambda t, b=b: A.relevance_auroc(t[t["band"] == MIDDLE], "flow")
+            part, lambda t, b=b: A.relevance_auroc(t[t["band"] == middle], "flow")
             - A.relevance_auroc(t[t["band"] == b], "flow"), n_boot, seed + 10 + i)
         holds &= ci.low > 0 and gap[1] > 0
         parts.append(f"vs {b}: masking {_ci_text(ci.mean, ci.low, ci.high)}, AUROC {_ci_text(*gap)}")
@@ -221,27 +224,31 @@ def middle_layers_claim(masking: pd.DataFrame, tokens: pd.DataFrame, n_boot: int
     claim = Claim(
         "middle_layers", "Flow from the middle layers beats early, late and all layers",
         "middle layers beat early, late or all (RL ablation)", measured, bool(holds),
-        detail=f"criterion: band {MIDDLE} minus every other band, CI lower bound > 0 for both the top-τ masking "
+        detail=f"criterion: band {middle} minus every other band, CI lower bound > 0 for both the top-τ masking "
         "answer change and the relevance AUROC (analysis of the SFT checkpoints; the RL layer-band ablation is "
         "gpu-profile work).", seeds=seeds_label(seeds))
     return claim, {f"auroc_band_{b}": v for b, v in aurocs.items()}
 
 
-def hubs_claim(tokens: pd.DataFrame, n_boot: int, seed: int) -> tuple[Claim, dict]:
-    part = tokens[tokens["band"] == MIDDLE]
+def hubs_claim(tokens: pd.DataFrame, n_boot: int, seed: int, band: str, task: ModuleType) -> tuple[Claim, dict]:
+    """Structural tokens (task.STRUCTURAL_KINDS) enriched among the top τ at `band`."""
+    part = tokens[tokens["band"] == band]
     seeds = sorted(part["seed"].unique())
     part = part.assign(top=A.hub_top(part, HUB_FRACTION, keys=("seed", "problem")),
-                       structural=part["char"].isin(A.STRUCTURAL).to_numpy())
+                       structural=A.structural(part, task))
     point, low, high = bootstrap_statistic(
         part, lambda t: float(np.log(A.odds_ratio(t["top"], t["structural"]))), n_boot, seed)
-    share = {c: float(part[part["char"].isin(list(c))].shape[0] / max(1, len(part))) for c in (";", "ABC")}
+    kinds = sorted(task.STRUCTURAL_KINDS)
+    share = {k: float((part["kind"] == k).sum() / max(1, len(part))) for k in kinds}
+    named = " or ".join(f"{task.KINDS[k]}" for k in kinds)
     claim = Claim(
         "hubs", "High-throughput tokens are structural: delimiters and symbolic anchors",
         "high-τ tokens are delimiters (punctuation, newlines) and symbolic anchors (variable names, operators)",
-        f"odds ratio of `;` or a register letter in the top {HUB_FRACTION:.0%} by τ: {np.exp(point):.2f} "
+        f"odds ratio of a {named} in the top {HUB_FRACTION:.0%} by τ: {np.exp(point):.2f} "
         f"[{LEVEL:.0%} CI {np.exp(low):.2f}, {np.exp(high):.2f}]", bool(low > 0),
         detail="criterion: odds-ratio CI lower bound > 1. `#` is part of the answer region A (absorbing), so it is "
-        f"not among the scored trace tokens. Share of trace tokens: `;` {share[';']:.2f}, letters {share['ABC']:.2f}.",
+        "not among the scored trace tokens. Share of trace tokens: "
+        + ", ".join(f"{task.KINDS[k]} {v:.2f}" for k, v in share.items()) + ".",
         seeds=seeds_label(seeds))
     return claim, {"hub_odds_ratio": float(np.exp(point))}
 
@@ -263,7 +270,7 @@ def overhead_claim(step_times: pd.DataFrame | None) -> tuple[Claim, dict]:
     return claim, {"overhead_share": share, "step_ratio": ratio}
 
 
-def masking_band_observation(masking: pd.DataFrame, n_boot: int, seed: int) -> Claim:
+def masking_band_observation(masking: pd.DataFrame, n_boot: int, seed: int, middle: str) -> Claim:
     """The ablation behind masking and middle_layers: the masking criterion at every layer band
     (the claim itself is judged at the spec's band {1, 2} only)."""
     parts = []
@@ -275,16 +282,17 @@ def masking_band_observation(masking: pd.DataFrame, n_boot: int, seed: int) -> C
         "masking_by_band", "Ablation: the masking criterion with W from each layer band",
         "answer change 45.9 / 29.5 / 14.9 % (top / random / bottom), middle layers", "; ".join(parts),
         detail=f"criterion as in masking (both CI lower bounds > {MASK_GAP}); report only: the claim is judged at "
-        f"band {MIDDLE}.", seeds=seeds_label(sorted(masking["seed"].unique())))
+        f"band {middle}.", seeds=seeds_label(sorted(masking["seed"].unique())))
 
 
 SOURCE_RULES = ("flow", "one_hop", "rollout", "attention", "recency")
 
 
-def source_table(tokens: pd.DataFrame) -> pd.DataFrame:
+def source_table(tokens: pd.DataFrame, step_chars: int) -> pd.DataFrame:
     """Per layer band (seed means): AUROC of each score for the answer-source step (the last
-    relevant write, which the teacher-forced answer copies) against every other step token."""
-    rows = [{"band": band, "seed": seed, **{r: A.source_auroc(g, r) for r in SOURCE_RULES}}
+    relevant write, which the teacher-forced answer copies) against every other step token.
+    step_chars: the task's characters per step before `;` (task.STEP_CHARS)."""
+    rows = [{"band": band, "seed": seed, **{r: A.source_auroc(g, r, step_chars) for r in SOURCE_RULES}}
             for (band, seed), g in tokens.groupby(["band", "seed"])]
     return pd.DataFrame(rows).groupby("band").mean(numeric_only=True).drop(columns="seed").reset_index()
 
@@ -292,14 +300,14 @@ def source_table(tokens: pd.DataFrame) -> pd.DataFrame:
 def teacher_forced_accuracy(masking: pd.DataFrame) -> pd.Series:
     """Per seed: the unmasked greedy answer at `#` on the gold trace is right (the masking rows
     carry it as base_correct; one rule and band suffice, it is the same for all)."""
-    unmasked = masking[(masking["rule"] == "flow") & (masking["band"] == MIDDLE)]
+    unmasked = masking[(masking["rule"] == "flow") & (masking["band"] == masking["band"].min())]
     return unmasked.groupby("seed")["base_correct"].mean()
 
 
-def source_observation(tokens: pd.DataFrame, masking: pd.DataFrame) -> Claim:
+def source_observation(tokens: pd.DataFrame, masking: pd.DataFrame, step_chars: int) -> Claim:
     """The ablation behind backbone and masking: does the checkpoint read its answer from the
     answer-source step at all (teacher-forced answer accuracy), and does τ point at that step?"""
-    table = source_table(tokens).set_index("band")
+    table = source_table(tokens, step_chars).set_index("band")
     per_seed = teacher_forced_accuracy(masking)
     return observation(
         "answer_source", "Ablation: on the gold trace the answer is a copy of the last relevant write; does the "
@@ -344,21 +352,23 @@ def rl_ablation_observation(evals: pd.DataFrame, ablations: Sequence[RLAblation]
 
 def evaluate_claims(tokens: pd.DataFrame, masking: pd.DataFrame, evals: pd.DataFrame, checkpoints: pd.DataFrame,
                     step_times: pd.DataFrame | None, n_boot: int, seed: int, *, ablations: Sequence[RLAblation],
-                    fraction: float, layers: Sequence[int]) -> tuple[list[Claim], dict]:
+                    fraction: float, layers: Sequence[int], task: ModuleType) -> tuple[list[Claim], dict]:
     """Every claim and observation. evals holds the compared methods and the RL ablations' runs
     (named by RLAblation.method); rl_gain judges the compared methods only. fraction and layers:
-    the profile's flowtracer credit (flow.top_fraction, flow.layers)."""
+    the profile's flowtracer credit (flow.top_fraction, flow.layers; the claims' middle band);
+    task: the dataset's module (assets.flowtracer.tasks)."""
     numbers: dict = {}
-    claims = [masking_claim(masking, n_boot, seed)]
-    for build in (lambda: auroc_claim(tokens, n_boot, seed + 100),
+    middle = A.band_name(layers)
+    claims = [masking_claim(masking, n_boot, seed, middle)]
+    for build in (lambda: auroc_claim(tokens, n_boot, seed + 100, middle),
                   lambda: rl_claim(compared_runs(evals, ablations), n_boot, seed + 200),
-                  lambda: middle_layers_claim(masking, tokens, n_boot, seed + 300),
-                  lambda: hubs_claim(tokens, n_boot, seed + 400), lambda: overhead_claim(step_times)):
+                  lambda: middle_layers_claim(masking, tokens, n_boot, seed + 300, middle),
+                  lambda: hubs_claim(tokens, n_boot, seed + 400, middle, task), lambda: overhead_claim(step_times)):
         claim, extra = build()
         claims.append(claim)
         numbers.update(extra)
-    claims.append(masking_band_observation(masking, n_boot, seed + 500))
-    claims.append(source_observation(tokens, masking))
+    claims.append(masking_band_observation(masking, n_boot, seed + 500, middle))
+    claims.append(source_observation(tokens, masking, task.STEP_CHARS))
     claims.append(observation(
         "sft_warm_start", "SFT warm start in the calibrated accuracy band",
         "~40–60 % held-out accuracy before RL (the spec's calibration)",

@@ -36,7 +36,7 @@ Per trace character, two annotation strings of the trace's length:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -48,8 +48,11 @@ DIGITS = tuple("0123456789")
 SYMBOLS = ("+", "-", "=", ";", "?", "#")
 VOCAB = [*SPECIALS, *REGISTERS, *DIGITS, *SYMBOLS]
 TOKEN_ID = {t: i for i, t in enumerate(VOCAB)}
-PAD_ID, BOS_ID, EOS_ID = (TOKEN_ID[s] for s in SPECIALS)
+PAD_ID, BOS_ID, EOS_ID = range(len(SPECIALS))   # every task's vocabulary starts with SPECIALS
 CHARACTERS = frozenset(t for t in VOCAB if t not in SPECIALS)   # the characters a prompt or trace may hold
+NAME = "RegTrace"
+STRUCTURAL_KINDS = frozenset("LS")   # hubs: register letters and separators
+STEP_CHARS = 2                       # a step's characters before its `;` (letter, digit)
 MAX_TOKENS = 80
 DEFAULT_MIN_OPS, DEFAULT_MAX_OPS = 4, 8
 OPS = ("+", "-", "=")
@@ -60,13 +63,14 @@ COLUMNS = ("problem_id", "prompt", "trace", "answer", "query", "n_ops", "n_token
 SPLITS = ("train", "val", "test", "rl", "rl_eval")
 
 
-def vocab_md5() -> str:
-    """md5 of the vocabulary (tokens joined by newlines), saved with checkpoints."""
-    return hashlib.md5("\n".join(VOCAB).encode()).hexdigest()
+def vocab_md5(vocab: Sequence[str] = VOCAB) -> str:
+    """md5 of a vocabulary (tokens joined by newlines), saved with checkpoints."""
+    return hashlib.md5("\n".join(vocab).encode()).hexdigest()
 
 
-def encode(text: str) -> list[int]:
-    """Token ids of `text`: `<pad>` `<bos>` `<eos>` as written, every other character one token.
+def encode(text: str, token_id: Mapping[str, int] = TOKEN_ID) -> list[int]:
+    """Token ids of `text`: `<pad>` `<bos>` `<eos>` as written, every other character one token
+    (ids from `token_id`, RegTrace's by default).
 
     >>> encode("<bos>A=2;?A2<eos>")
     [1, 3, 18, 8, 19, 20, 3, 8, 2]
@@ -77,25 +81,25 @@ def encode(text: str) -> list[int]:
             special = next((s for s in SPECIALS if text.startswith(s, i)), None)
             if special is None:
                 raise ValueError(f"unknown token at position {i} of {text!r}: '<' opens no special token {SPECIALS}")
-            ids.append(TOKEN_ID[special])
+            ids.append(token_id[special])
             i += len(special)
             continue
-        if text[i] not in CHARACTERS:
+        if text[i] not in token_id:         # specials are several characters long: no clash
             raise ValueError(f"unknown character {text[i]!r} at position {i} of {text!r}")
-        ids.append(TOKEN_ID[text[i]])
+        ids.append(token_id[text[i]])
         i += 1
     return ids
 
 
-def decode(ids: Sequence[int]) -> str:
+def decode(ids: Sequence[int], vocab: Sequence[str] = VOCAB) -> str:
     """Text of token ids, specials written as themselves (`<pad>`, `<bos>`, `<eos>`); raises on an
-    id outside the vocabulary."""
+    id outside the vocabulary (RegTrace's by default)."""
     out = []
     for i in ids:
         i = int(i)
-        if not 0 <= i < len(VOCAB):
-            raise ValueError(f"token id {i} is outside the vocabulary of {len(VOCAB)}")
-        out.append(VOCAB[i])
+        if not 0 <= i < len(vocab):
+            raise ValueError(f"token id {i} is outside the vocabulary of {len(vocab)}")
+        out.append(vocab[i])
     return "".join(out)
 
 
@@ -104,8 +108,8 @@ def sequence(prompt: str, trace: str) -> str:
     return f"{BOS}{prompt}{trace}{EOS}"
 
 
-def sequence_ids(prompt: str, trace: str) -> list[int]:
-    return encode(sequence(prompt, trace))
+def sequence_ids(prompt: str, trace: str, token_id: Mapping[str, int] = TOKEN_ID) -> list[int]:
+    return encode(sequence(prompt, trace), token_id)
 
 
 def trace_start(prompt: str) -> int:
@@ -190,15 +194,22 @@ def splits(rng: np.random.Generator, sizes: Mapping[str, int], min_ops: int = DE
     no split before (nor earlier in its own). Columns: split, then those of `generate`
     (problem_id running over the whole frame)."""
     _check_bounds(min_ops, max_ops)
+    return disjoint_splits(lambda split: _problem(rng, min_ops, max_ops, query), sizes,
+                           f"widen min_ops–max_ops ({min_ops}–{max_ops})")
+
+
+def disjoint_splits(draw: Callable[[str], dict], sizes: Mapping[str, int], hint: str) -> pd.DataFrame:
+    """Splits filled in `sizes` order by `draw(split)` (a problem row), skipping a prompt drawn
+    before in any split; raises (with `hint`) when a split cannot be filled in 10 · size + 1000
+    draws. Columns: split, then COLUMNS (problem_id running over the whole frame)."""
     rows, seen = [], set()
     for split, size in sizes.items():
         drawn, tries = 0, 0
         while drawn < size:
             tries += 1
             if tries > 10 * size + 1000:
-                raise ValueError(f"split {split}: only {drawn} of {size} distinct prompts in {tries} draws; "
-                                 f"widen min_ops–max_ops ({min_ops}–{max_ops})")
-            row = _problem(rng, min_ops, max_ops, query)
+                raise ValueError(f"split {split}: only {drawn} of {size} distinct prompts in {tries} draws; {hint}")
+            row = draw(split)
             if row["prompt"] in seen:
                 continue
             seen.add(row["prompt"])
@@ -292,13 +303,29 @@ def parse_trace(trace: str) -> tuple[list[tuple[str, int]], int]:
     return steps, int(answer)
 
 
-def reward(prompt_answer: int, generated_text: str) -> float:
+def reward(prompt_answer: int, generated_text: str, parse: Callable[[str], tuple] | None = None) -> float:
     """1.0 iff the generated trace parses and its answer is the gold answer, else 0.0. The text
     is what follows the prompt; it is cut at the first `<eos>` (which it need not contain), and
-    `<pad>` tokens after that are ignored with it; anything else unparsable scores 0."""
+    `<pad>` tokens after that are ignored with it; anything else unparsable scores 0. parse: the
+    task's trace parser returning (steps, answer) (RegTrace's `parse_trace` by default)."""
     text = generated_text.split(EOS, 1)[0]
     try:
-        _, answer = parse_trace(text)
+        _, answer = (parse or parse_trace)(text)
     except ValueError:
         return 0.0
     return 1.0 if answer == int(prompt_answer) else 0.0
+
+
+def facts(prompt: str) -> dict:
+    """What the interpreter recomputes from a prompt's text alone, by dataset column: trace,
+    answer, query, n_ops, labels, kinds. Raises ValueError when the prompt does not parse."""
+    _, ops, query = parse_prompt(prompt)
+    trace, answer = interpret(prompt)
+    labels, kinds = annotate(prompt)
+    return {"trace": trace, "answer": answer, "query": query, "n_ops": len(ops), "labels": labels, "kinds": kinds}
+
+
+def max_new(max_ops: int) -> int:
+    """Response budget: the longest gold trace (3 tokens per op: letter, digit, `;`; then `#` and
+    the answer) plus `<eos>`."""
+    return 3 * max_ops + 3

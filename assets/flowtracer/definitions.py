@@ -3,7 +3,7 @@ policy, flow, method, analysis, runs, checks, benchmark and report do the work).
 
 (No `from __future__ import annotations` here: Dagster reads the context annotation at runtime.)
 
-    regtrace_dataset ─> sft_steps (calibrated) ─> sft_checkpoints (seed) ─> flow_annotations
+    trace_dataset ─> sft_steps (calibrated) ─> sft_checkpoints (seed) ─> flow_annotations
                                                         │                      v
                                                         │               flow_validation
                                                         v                      v
@@ -33,11 +33,13 @@ def _read(ref: str) -> pd.DataFrame:
     return pd.read_parquet(resolve_data_ref(ref))
 
 
-@paper.asset(kinds={"pandas"}, description="RegTrace: registers A–C, 4–8 ops mod 10 (X+, X-, X=d) and a query; "
-             "gold traces (one step per op, then # answer) with relevant / distractor labels per trace token; "
-             "disjoint train / val / test / rl / rl_eval splits.")
-def regtrace_dataset(context: dg.AssetExecutionContext, compute: ComputeResource) -> pd.DataFrame:
-    frame = runs.dataset(paper.params(compute), compute.rng(paper.slug, "regtrace"))
+@paper.asset(kinds={"pandas"}, description="The profile's generated task (data.task): RegTrace (smoke, cpu: "
+             "registers A–C, 4–8 ops mod 10 and a query) or ArithChain (gpu, the spec's: assignment chains mod 10 "
+             "with distractor steps); gold traces (one step per op, then # answer) with relevant / distractor labels "
+             "per trace token; disjoint train / val / test / rl / rl_eval splits.")
+def trace_dataset(context: dg.AssetExecutionContext, compute: ComputeResource) -> pd.DataFrame:
+    p = paper.params(compute)
+    frame = runs.dataset(p, compute.rng(paper.slug, p.data.task))
     counts = frame.groupby("split").agg(rows=("prompt", "size"), mean_ops=("n_ops", "mean"),
                                         max_tokens=("n_tokens", "max")).reset_index()
     context.add_output_metadata({"rows": dg.MetadataValue.md(markdown_table(counts))})
@@ -47,12 +49,12 @@ def regtrace_dataset(context: dg.AssetExecutionContext, compute: ComputeResource
 @paper.asset(gpu=True, description="Calibrated threshold: SFT steps per seed — the first snapshot (every 50 "
              "steps) whose greedy validation accuracy is in the band; every seed at once, each saving the "
              "checkpoint of its snapshot and measuring its greedy test accuracy.")
-def sft_steps(context: dg.AssetExecutionContext, regtrace_dataset: pd.DataFrame, compute: ComputeResource,
+def sft_steps(context: dg.AssetExecutionContext, trace_dataset: pd.DataFrame, compute: ComputeResource,
               artifacts: ArtifactsResource) -> dict:
     p = paper.params(compute)
     # seeds of unknown length: all at once when parallel (one process per seed), else one by one
     workers = len(p.seeds) if compute.workers(len(p.seeds), p.workers) > 1 else 1
-    value = runs.calibrate(regtrace_dataset, p, lambda *k: compute.seed_for(paper.slug, *k),
+    value = runs.calibrate(trace_dataset, p, lambda *k: compute.seed_for(paper.slug, *k),
                            lambda name: artifacts.checkpoint_path(paper.slug, name), compute.provenance(paper.slug),
                            workers, context.log.info)
     artifacts.record_timings(paper.slug, "sft_steps", pd.DataFrame(
@@ -74,11 +76,11 @@ def sft_checkpoints(context: dg.AssetExecutionContext, sft_steps: dict) -> pd.Da
 @paper.asset(kinds={"pandas"}, description="Annotation: per SFT seed and layer band, every test trace token's flow "
              "throughput τ and the point-wise scores (random, 1-hop, rollout, recency, max attention), with "
              "relevant / distractor labels; the masking causal check per problem and rule; flow diagnostics.")
-def flow_annotations(context: dg.AssetExecutionContext, regtrace_dataset: pd.DataFrame,
+def flow_annotations(context: dg.AssetExecutionContext, trace_dataset: pd.DataFrame,
                      sft_checkpoints: pd.DataFrame, compute: ComputeResource, artifacts: ArtifactsResource) -> dict:
     p = paper.params(compute)
     tokens, masking, diagnostics = runs.flow_annotations(
-        regtrace_dataset, sft_checkpoints, p, compute.workers(len(p.seeds), p.workers), context.log.info)
+        trace_dataset, sft_checkpoints, p, compute.workers(len(p.seeds), p.workers), context.log.info)
     base = artifacts.paper_dir(paper.slug) / "flow"
     refs = {name: data_ref(write_parquet(base / f"{name}.parquet", frame))
             for name, frame in (("tokens", tokens), ("masking", masking))}
@@ -89,25 +91,27 @@ def flow_annotations(context: dg.AssetExecutionContext, regtrace_dataset: pd.Dat
 
 @paper.asset(kinds={"pandas"}, description="Flow validation per seed × layer band × rule: answer change and "
              "correctness flip when 20 % of trace tokens are masked, relevance AUROC.")
-def flow_validation(context: dg.AssetExecutionContext, flow_annotations: dict) -> pd.DataFrame:
+def flow_validation(context: dg.AssetExecutionContext, flow_annotations: dict,
+                    compute: ComputeResource) -> pd.DataFrame:
     tokens, masking = _read(flow_annotations["tokens"]), _read(flow_annotations["masking"])
     frame = masking.groupby(["band", "seed", "rule"])[["answer_changed", "flipped"]].mean().reset_index()
     frame["auroc"] = [analysis.relevance_auroc(tokens[(tokens["band"] == r.band) & (tokens["seed"] == r.seed)],
                                                "flow" if r.rule == "bottom" else r.rule) for r in frame.itertuples()]
+    middle = frame[frame["band"] == analysis.band_name(paper.params(compute).flow.layers)]
     context.add_output_metadata({"middle_layers": dg.MetadataValue.md(markdown_table(
-        frame[frame["band"] == "1-2"].groupby("rule")[["answer_changed", "flipped", "auroc"]].mean().reset_index()))})
+        middle.groupby("rule")[["answer_changed", "flipped", "auroc"]].mean().reset_index()))})
     return frame
 
 
 @paper.asset(gpu=True, description="GRPO runs, credit rule × seed (flowtracer, uniform, random, attention, entropy, "
              "bottom) from each seed's SFT checkpoint: held-out greedy rewards per prompt at every evaluation step, "
              "per-step statistics, checkpoints.")
-def grpo_runs(context: dg.AssetExecutionContext, regtrace_dataset: pd.DataFrame, sft_checkpoints: pd.DataFrame,
+def grpo_runs(context: dg.AssetExecutionContext, trace_dataset: pd.DataFrame, sft_checkpoints: pd.DataFrame,
               flow_annotations: dict, compute: ComputeResource, artifacts: ArtifactsResource) -> dict:
     del flow_annotations        # an input for its gate only: unsound flow blocks the RL runs
     p = paper.params(compute)
     table, evals, steps = runs.grpo_runs(
-        regtrace_dataset, sft_checkpoints, p, lambda *k: compute.seed_for(paper.slug, *k),
+        trace_dataset, sft_checkpoints, p, lambda *k: compute.seed_for(paper.slug, *k),
         lambda name: artifacts.checkpoint_path(paper.slug, name), compute.provenance(paper.slug),
         compute.workers(len(p.run_methods) * len(p.seeds), p.workers), context.log.info)
     artifacts.record_timings(paper.slug, "grpo_steps", steps[["method", "seed", "step", "rollouts", *STEP_TIMES]])
@@ -134,11 +138,12 @@ def benchmark_report(context: dg.AssetExecutionContext, flow_annotations: dict, 
 
 
 PAPER = paper.define(
-    assets=[regtrace_dataset, sft_steps, sft_checkpoints, flow_annotations, flow_validation, grpo_runs,
+    assets=[trace_dataset, sft_steps, sft_checkpoints, flow_annotations, flow_validation, grpo_runs,
             benchmark_report],
     checks=[
-        paper.gate(regtrace_dataset, "valid_traces", "The interpreter recomputes every trace, answer and label; "
-                   "disjoint splits; ≤ 80 tokens; known characters; relevant and distractor steps in ≥ 90 % of "
+        paper.gate(trace_dataset, "valid_traces", "The interpreter recomputes every trace, answer and label; "
+                   "disjoint splits; within the task's length (80 tokens RegTrace, 104 ArithChain); known "
+                   "characters; relevant and distractor steps in ≥ 90 % of "
                    "traces.", checks.dataset_valid, uses_params=True),
         paper.gate(sft_steps, "calibrated", "Every seed reached a snapshot with greedy validation accuracy in the "
                    "band (blocking: otherwise the policy is not in the regime the comparison needs).",

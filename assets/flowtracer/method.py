@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
 import torch
@@ -87,7 +88,7 @@ class Batch:
 
 
 def pack(prompts: Sequence[list[int]], responses: Sequence[list[int]], answers: Sequence[int],
-         keep_bos: bool) -> Batch:
+         keep_bos: bool, task: ModuleType = D) -> Batch:
     """prompts: token ids (<bos> first); responses: sampled ids through the first <eos> (or
     max_new tokens); answers: gold answers."""
     lengths = [len(p) + len(r) for p, r in zip(prompts, responses, strict=True)]
@@ -98,7 +99,7 @@ def pack(prompts: Sequence[list[int]], responses: Sequence[list[int]], answers: 
     question = torch.zeros_like(key_mask)
     answer = torch.zeros_like(key_mask)
     texts, rewards = [], []
-    hash_id = D.TOKEN_ID["#"]
+    hash_id = task.TOKEN_ID["#"]
     for i, (p, r) in enumerate(zip(prompts, responses, strict=True)):
         tokens[i, :len(p) + len(r)] = torch.tensor(p + r, dtype=torch.long)
         key_mask[i, :len(p) + len(r)] = True
@@ -108,9 +109,9 @@ def pack(prompts: Sequence[list[int]], responses: Sequence[list[int]], answers: 
             j = r.index(hash_id)
             if j + 1 < len(r):
                 answer[i, len(p) + j:len(p) + j + 2] = True
-        text = completion_text(r)
+        text = completion_text(r, task)
         texts.append(text)
-        rewards.append(D.reward(int(answers[i]), text))
+        rewards.append(task.reward(int(answers[i]), text))
     return Batch(tokens, key_mask, response, question, answer, torch.tensor(rewards), texts)
 
 
@@ -159,13 +160,14 @@ def rule_scores(rule: str, attn: torch.Tensor | None, entropy: torch.Tensor, bat
 
 def grpo_step(policy: TinyLM, opt: torch.optim.Optimizer, problems: Sequence[tuple[str, int]], rule: str, *,
               group_size: int, max_new: int, temperature: float, clip: float, fraction: float, gamma: float,
-              layers: Sequence[int], drop_bos: bool, log_space: bool, generator: torch.Generator) -> dict:
+              layers: Sequence[int], drop_bos: bool, log_space: bool, generator: torch.Generator,
+              task: ModuleType = D) -> dict:
     """One GRPO step on `problems` (prompt text, gold answer), G rollouts each: sample, reward,
     one scoring pass (log-probs, entropies, attention), credit, one clipped update. With one
     update per batch the ratio is 1 at the update, so the scoring pass is the old-log-prob pass
     (its attention is what the flow reads; detached). Returns step statistics (seconds by phase)."""
     t0 = time.perf_counter()
-    ids = [prompt_ids(p) for p, _ in problems for _ in range(group_size)]
+    ids = [prompt_ids(p, task) for p, _ in problems for _ in range(group_size)]
     answers = [a for _, a in problems for _ in range(group_size)]
     groups = torch.arange(len(problems)).repeat_interleave(group_size)
     tokens, mask = left_pad(ids, D.PAD_ID)
@@ -174,7 +176,7 @@ def grpo_step(policy: TinyLM, opt: torch.optim.Optimizer, problems: Sequence[tup
                        generator=generator, stop_when_done=True)
     responses = [[tok for tok, live in zip(row, alive, strict=True) if live]
                  for row, alive in zip(samples.completion.tolist(), samples.completion_mask.tolist(), strict=True)]
-    batch = pack(ids, responses, answers, keep_bos=not drop_bos)
+    batch = pack(ids, responses, answers, keep_bos=not drop_bos, task=task)
     t1 = time.perf_counter()
     advantages = group_advantages(batch.rewards, groups)
     policy.train()
@@ -202,8 +204,9 @@ def grpo_step(policy: TinyLM, opt: torch.optim.Optimizer, problems: Sequence[tup
             "seconds_update": t4 - t3, "seconds_step": t4 - t0, **info}
 
 
-def rewards_by_prompt(model: TinyLM, problems: Sequence[tuple[str, int]], max_new: int) -> np.ndarray:
+def rewards_by_prompt(model: TinyLM, problems: Sequence[tuple[str, int]], max_new: int,
+                      task: ModuleType = D) -> np.ndarray:
     """Greedy reward per problem (held-out accuracy)."""
     from assets.flowtracer.policy import greedy_traces
-    texts = greedy_traces(model, [p for p, _ in problems], max_new)
-    return np.array([D.reward(a, t) for (_, a), t in zip(problems, texts, strict=True)], dtype=float)
+    texts = greedy_traces(model, [p for p, _ in problems], max_new, task=task)
+    return np.array([task.reward(a, t) for (_, a), t in zip(problems, texts, strict=True)], dtype=float)

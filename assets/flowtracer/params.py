@@ -9,6 +9,7 @@ others outside the band.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 # The GRPO credit rules compared (method.CREDIT_RULES): γ = 1.5 on the top 40 % of response
 # tokens by the rule's score, 1 elsewhere; "uniform" is plain GRPO.
@@ -22,8 +23,11 @@ class DataParams:
     test: int                       # checkpoint gate, masking, AUROC
     rl: int                         # GRPO prompts
     rl_eval: int                    # held-out accuracy during GRPO
-    min_ops: int
+    min_ops: int                    # RegTrace: ops per problem; ArithChain: chain depth (of train; see held_out_ops)
     max_ops: int
+    task: Literal["regtrace", "arithchain"] = "regtrace"   # tasks.TASKS
+    held_out_ops: tuple[int, int] | None = None   # ArithChain: val, test, rl_eval depth (rl spans all); None: train's
+    distractors: tuple[int, int] = (1, 3)          # ArithChain: distractor steps per problem
 
 
 @dataclass(frozen=True)
@@ -132,6 +136,9 @@ class FlowtracerParams:
             if a.layers is not None and (not a.layers or any(not 0 <= i < self.model.n_layers for i in a.layers)):
                 raise ValueError(f"rl_ablations {a.name}: layers must be a non-empty subset of "
                                  f"0..{self.model.n_layers - 1}, got {a.layers}")
+        if self.data.task == "regtrace" and self.data.held_out_ops is not None:
+            raise ValueError("data.held_out_ops is ArithChain's (task: arithchain); RegTrace draws every split "
+                             "from min_ops–max_ops")
         low, high = self.sft.band
         if not 0 <= low <= high <= 1:
             raise ValueError(f"sft.band must satisfy 0 ≤ low ≤ high ≤ 1, got {self.sft.band}")

@@ -1,4 +1,4 @@
-"""The RegTrace policy: a TinyLM trained by SFT on gold traces, greedy decoding and accuracy —
+"""The FlowTracer policy: a TinyLM trained by SFT on gold traces, greedy decoding and accuracy —
 torch only, no Dagster.
 
 Sequences are `<bos> prompt trace <eos>` (assets.flowtracer.data), right-padded for training
@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
 import torch
@@ -21,14 +22,15 @@ from assets.flowtracer import data as D
 
 
 def build_model(n_layers: int, d_model: int, n_heads: int, context: int, tie_embeddings: bool,
-                positional: str = "learned") -> TinyLM:
-    return TinyLM(TinyLMConfig(vocab_size=len(D.VOCAB), d_model=d_model, n_heads=n_heads, n_layers=n_layers,
+                positional: str = "learned", task: ModuleType = D) -> TinyLM:
+    """A TinyLM over the task's vocabulary (RegTrace's by default; assets.flowtracer.tasks)."""
+    return TinyLM(TinyLMConfig(vocab_size=len(task.VOCAB), d_model=d_model, n_heads=n_heads, n_layers=n_layers,
                                context=context, tie_embeddings=tie_embeddings, positional=positional))
 
 
-def prompt_ids(prompt: str) -> list[int]:
+def prompt_ids(prompt: str, task: ModuleType = D) -> list[int]:
     """`<bos>` + prompt tokens: what generation starts from."""
-    return [D.BOS_ID] + D.encode(prompt)
+    return [D.BOS_ID] + task.encode(prompt)
 
 
 @dataclass(frozen=True)
@@ -38,8 +40,8 @@ class SFTExample:
     n_ops: int
 
 
-def sft_examples(frame) -> list[SFTExample]:
-    return [SFTExample(D.sequence_ids(r.prompt, r.trace), D.trace_start(r.prompt), int(r.n_ops))
+def sft_examples(frame, task: ModuleType = D) -> list[SFTExample]:
+    return [SFTExample(task.sequence_ids(r.prompt, r.trace), D.trace_start(r.prompt), int(r.n_ops))
             for r in frame.itertuples()]
 
 
@@ -111,20 +113,21 @@ def sft_train(model: TinyLM, examples: Sequence[SFTExample], steps: int, batch_s
 
 
 @torch.no_grad()
-def greedy_traces(model: TinyLM, prompts: Sequence[str], max_new: int, batch_size: int = 256) -> list[str]:
+def greedy_traces(model: TinyLM, prompts: Sequence[str], max_new: int, batch_size: int = 256,
+                  task: ModuleType = D) -> list[str]:
     """Greedy completions (text after the prompt, cut at the first `<eos>`)."""
     out: list[str] = []
     for start in range(0, len(prompts), batch_size):
-        chunk = [prompt_ids(p) for p in prompts[start:start + batch_size]]
+        chunk = [prompt_ids(p, task) for p in prompts[start:start + batch_size]]
         tokens, mask = left_pad(chunk, D.PAD_ID)
         samples = generate(model, tokens, mask, max_new, eos=D.EOS_ID, pad=D.PAD_ID, greedy=True,
                            stop_when_done=True)
         for row in samples.completion.tolist():
-            out.append(completion_text(row))
+            out.append(completion_text(row, task))
     return out
 
 
-def completion_text(ids: Sequence[int]) -> str:
+def completion_text(ids: Sequence[int], task: ModuleType = D) -> str:
     """Decoded completion up to (not including) the first `<eos>`; padding dropped."""
     kept = []
     for i in ids:
@@ -132,11 +135,12 @@ def completion_text(ids: Sequence[int]) -> str:
             break
         if i != D.PAD_ID:
             kept.append(i)
-    return D.decode(kept)
+    return task.decode(kept)
 
 
-def accuracy(model: TinyLM, prompts: Sequence[str], answers: Sequence[int], max_new: int) -> tuple[float, list[float]]:
+def accuracy(model: TinyLM, prompts: Sequence[str], answers: Sequence[int], max_new: int,
+             task: ModuleType = D) -> tuple[float, list[float]]:
     """Greedy accuracy: reward 1 iff the trace parses and its answer is right. (mean, per prompt)."""
-    texts = greedy_traces(model, prompts, max_new)
-    rewards = [D.reward(int(a), t) for a, t in zip(answers, texts, strict=True)]
+    texts = greedy_traces(model, prompts, max_new, task=task)
+    rewards = [task.reward(int(a), t) for a, t in zip(answers, texts, strict=True)]
     return float(np.mean(rewards)) if rewards else float("nan"), rewards

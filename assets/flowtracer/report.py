@@ -8,7 +8,8 @@ from assets.common.plotting import new_grid
 from assets.common.report import Report, markdown_table
 from assets.flowtracer import analysis as A
 from assets.flowtracer import benchmark as B
-from assets.flowtracer.params import FlowtracerParams
+from assets.flowtracer import tasks
+from assets.flowtracer.params import DataParams, FlowtracerParams
 
 
 def curves(evals: pd.DataFrame) -> pd.DataFrame:
@@ -47,9 +48,9 @@ def calibration_figure(calibration: dict, band: tuple[float, float]):
     return fig
 
 
-def masking_figure(masking: pd.DataFrame):
+def masking_figure(masking: pd.DataFrame, band: str):
     fig, axes = new_grid(2, 10.0, 3.8)
-    part = masking[masking["band"] == B.MIDDLE]
+    part = masking[masking["band"] == band]
     order = list(A.SCORE_RULES)
     for ax, metric, label in ((axes[0], "answer_changed", "answer change"), (axes[1], "flipped", "correctness flip")):
         per_seed = part.groupby(["rule", "seed"])[metric].mean().unstack("seed").reindex(order)
@@ -62,11 +63,11 @@ def masking_figure(masking: pd.DataFrame):
     return fig
 
 
-def credit_figure(tokens: pd.DataFrame, problems: int = 4):
-    """A few test traces, each token coloured by its flow throughput τ (band 1–2, seed 0)."""
+def credit_figure(tokens: pd.DataFrame, band: str, problems: int = 4):
+    """A few test traces, each token coloured by its flow throughput τ (the middle band, seed 0)."""
     import matplotlib.cm as cm
 
-    part = tokens[(tokens["band"] == B.MIDDLE) & (tokens["seed"] == tokens["seed"].min())]
+    part = tokens[(tokens["band"] == band) & (tokens["seed"] == tokens["seed"].min())]
     fig, axes = new_grid(1, 10.0, 0.6 * problems + 0.6)
     ax = axes[0]
     ax.axis("off")
@@ -77,17 +78,28 @@ def credit_figure(tokens: pd.DataFrame, problems: int = 4):
             ax.text(0.02 + 0.03 * j, 1 - (row + 0.5) / problems, char, fontsize=11, family="monospace",
                     fontweight="bold" if label == "R" else "normal",
                     bbox={"facecolor": cm.Reds(0.1 + 0.8 * float(s)), "edgecolor": "none", "pad": 1.5})
-    ax.set_title("trace tokens coloured by τ (bold: relevant to the queried register)", fontsize=9)
+    ax.set_title("trace tokens coloured by τ (bold: relevant to the answer)", fontsize=9)
     return fig
+
+
+def task_setup(d: DataParams) -> str:
+    """One phrase naming the profile's task and its problem sizes."""
+    if d.task == "regtrace":
+        return f"RegTrace (registers A–C, {d.min_ops}–{d.max_ops} ops mod 10, a query)"
+    ranges = tasks.split_ranges(d)
+    return (f"ArithChain (assignment chains mod 10: depth {'–'.join(map(str, ranges['train']))} for SFT, "
+            f"{'–'.join(map(str, ranges['test']))} held out, {'–'.join(map(str, d.distractors))} distractor steps)")
 
 
 def build_report(tokens: pd.DataFrame, masking: pd.DataFrame, evals: pd.DataFrame, steps: pd.DataFrame,
                  checkpoints: pd.DataFrame, calibration: dict, params: FlowtracerParams, base_seed: int,
                  step_times: pd.DataFrame | None = None) -> Report:
+    task = tasks.get(params.data.task)
     claims, numbers = B.evaluate_claims(tokens, masking, evals, checkpoints, step_times, params.bootstrap, base_seed,
                                         ablations=params.rl_ablations, fraction=params.flow.top_fraction,
-                                        layers=params.flow.layers)
-    middle = masking[masking["band"] == B.MIDDLE]
+                                        layers=params.flow.layers, task=task)
+    band = A.band_name(params.flow.layers)
+    middle = masking[masking["band"] == band]
     mask_table = middle.groupby("rule")[["answer_changed", "flipped"]].mean().mul(100).reindex(A.SCORE_RULES)
     mask_table["paper_answer_change"] = [B.PAPER_MASKING.get(r, (np.nan, np.nan))[0] for r in mask_table.index]
     mask_table["paper_flip"] = [B.PAPER_MASKING.get(r, (np.nan, np.nan))[1] for r in mask_table.index]
@@ -106,7 +118,7 @@ def build_report(tokens: pd.DataFrame, masking: pd.DataFrame, evals: pd.DataFram
     g = params.grpo
     body = [
         "## Setup", "",
-        f"RegTrace (registers A–C, {params.data.min_ops}–{params.data.max_ops} ops mod 10, a query), a TinyLM "
+        f"{task_setup(params.data)}, a TinyLM "
         f"({params.model.n_layers} layers, d = {params.model.d_model}, {params.model.n_heads} heads, untied "
         f"embeddings, {params.model.positional} positions) trained by SFT, each seed for its calibrated steps "
         f"(the first {params.sft.snapshot_every}-step snapshot with greedy validation accuracy in "
@@ -118,16 +130,17 @@ def build_report(tokens: pd.DataFrame, masking: pd.DataFrame, evals: pd.DataFram
         f"{list(params.flow.layers)}, <bos> column {'dropped' if params.flow.drop_bos else 'kept'}; A = `#` and the "
         f"answer digit; Q = the prompt. Analysis on {params.analysis.prompts} test problems per SFT seed, "
         "teacher-forced gold traces.", "",
-        "## Masking 20 % of the trace tokens (layers 1–2; % of test problems; paper: GSM8K)", "",
+        f"## Masking {params.analysis.mask_fraction:.0%} of the trace tokens (layers {band}; % of test problems; "
+        "paper: GSM8K)", "",
         markdown_table(mask_table.reset_index(), digits=1), "",
         "## Relevance AUROC of each score (relevant vs distractor trace steps), by layer band", "",
         markdown_table(auroc, digits=3), "",
         "## Ablation: does the checkpoint read its answer from the answer-source step?", "",
         "On a teacher-forced gold trace the answer is a copy of the last relevant write (the answer-source step). "
-        f"Teacher-forced answer accuracy at `#` (layers-{B.MIDDLE} rows, per seed): "
+        "Teacher-forced answer accuracy at `#` (per seed): "
         + ", ".join(f"seed {s} {v:.3f}" for s, v in B.teacher_forced_accuracy(masking).items())
         + ". AUROC of each score for the answer-source step against every other step token, by layer band:", "",
-        markdown_table(B.source_table(tokens), digits=3), "",
+        markdown_table(B.source_table(tokens, task.STEP_CHARS), digits=3), "",
         "## GRPO: held-out greedy accuracy (seed mean) and accuracy AUC per seed", "",
         markdown_table(rl_table, digits=3), "",
         "## GRPO step statistics (mean over steps and seeds)", "", markdown_table(step_stats, digits=3), "",
@@ -143,7 +156,8 @@ def build_report(tokens: pd.DataFrame, masking: pd.DataFrame, evals: pd.DataFram
                  "metric": "answer_change", "value": float(v)}
                 for (rule, seed), v in middle.groupby(["rule", "seed"])["answer_changed"].mean().items()]
     timings, timing_body = _timings(step_times)
-    figures = {"grpo_curves": curve_figure(evals), "masking": masking_figure(masking), "credit": credit_figure(tokens),
+    figures = {"grpo_curves": curve_figure(evals), "masking": masking_figure(masking, band),
+               "credit": credit_figure(tokens, band),
                "calibration": calibration_figure(calibration, tuple(params.sft.band))}
     return Report(claims=claims, body="\n".join(body), figures=figures, metrics=pd.DataFrame(metrics),
                   dvc_metrics={k: v for k, v in numbers.items() if k not in ("overhead_share", "step_ratio")},

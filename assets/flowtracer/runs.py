@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from assets.flowtracer import data as D
+from assets.flowtracer import tasks
 from assets.flowtracer.params import FlowtracerParams
 
 Log = Callable[[str], None]
@@ -21,9 +21,8 @@ CHECKPOINT_FIELDS = ("n_layers", "d_model", "n_heads", "context", "tie_embedding
 
 
 def dataset(p: FlowtracerParams, rng: np.random.Generator) -> pd.DataFrame:
-    sizes = {"train": p.data.train, "val": p.data.val, "test": p.data.test, "rl": p.data.rl,
-             "rl_eval": p.data.rl_eval}
-    return D.splits(rng, sizes, p.data.min_ops, p.data.max_ops)
+    """The profile's task (data.task: RegTrace or ArithChain) in disjoint splits."""
+    return tasks.generate(p.data, rng)
 
 
 def split(frame: pd.DataFrame, name: str) -> pd.DataFrame:
@@ -35,21 +34,26 @@ def model_config(p: FlowtracerParams) -> dict:
 
 
 def max_new(p: FlowtracerParams) -> int:
-    """Response budget: the longest gold trace (3 tokens per op: letter, digit, `;`; then `#` and
-    the answer) plus `<eos>`."""
-    return 3 * p.data.max_ops + 3
+    """Response budget: the longest gold trace of the task plus `<eos>` (tasks.max_new)."""
+    return tasks.max_new(p.data)
 
 
-def load_policy(ref: dict):
-    """The TinyLM of a checkpoint reference; raises when it was trained on another vocabulary."""
+def task_of(p: FlowtracerParams):
+    """The module of the profile's task (assets.flowtracer.tasks)."""
+    return tasks.get(p.data.task)
+
+
+def load_policy(ref: dict, task):
+    """The TinyLM of a checkpoint reference; raises when it was trained on another vocabulary
+    than `task`'s."""
     from assets.flowtracer.policy import build_model
     from resources.artifacts import load_checkpoint
 
     state, sidecar = load_checkpoint(ref)
-    if sidecar.get("vocab_md5") != D.vocab_md5():
+    if sidecar.get("vocab_md5") != task.vocab_md5():
         raise ValueError(f"checkpoint {ref['checkpoint']} was trained on vocabulary {sidecar.get('vocab_md5')}, "
-                         f"not this one ({D.vocab_md5()}): retrain it")
-    model = build_model(**{k: sidecar["config"][k] for k in CHECKPOINT_FIELDS})
+                         f"not {task.NAME}'s ({task.vocab_md5()}): retrain it")
+    model = build_model(**{k: sidecar["config"][k] for k in CHECKPOINT_FIELDS}, task=task)
     model.load_state_dict(state)
     model.eval()
     return model
@@ -79,16 +83,17 @@ def sft_job(job: dict, log: Log | None = None) -> dict:
     from resources.artifacts import save_checkpoint
 
     p: FlowtracerParams = job["params"]
+    task = task_of(p)
     torch.set_num_threads(job["threads"])
     torch.manual_seed(job["seed"])
-    model = P.build_model(**model_config(p))
-    examples = P.sft_examples(pd.DataFrame(job["train"]))
+    model = P.build_model(**model_config(p), task=task)
+    examples = P.sft_examples(pd.DataFrame(job["train"]), task)
     val = pd.DataFrame(job["val"]).head(p.sft.val_prompts)
     low, high = p.sft.band
     curve: list[dict] = []
 
     def snapshot(step: int, loss: float) -> bool:
-        acc, _ = P.accuracy(model, list(val["prompt"]), list(val["answer"]), max_new(p))
+        acc, _ = P.accuracy(model, list(val["prompt"]), list(val["answer"]), max_new(p), task)
         curve.append({"step": step, "val_accuracy": acc, "loss": loss})
         if log and len(curve) % 10 == 0:
             log(f"SFT step {step}: loss {loss:.3f}, greedy validation accuracy {acc:.3f}")
@@ -101,9 +106,9 @@ def sft_job(job: dict, log: Log | None = None) -> dict:
     seconds = time.perf_counter() - start
     trained = curve[-1]["step"] if curve else p.sft.max_steps
     ref = save_checkpoint(Path(job["path"]), model.state_dict(), provenance=job["provenance"],
-                          config=model_config(p), seed=job["seed"], vocab_md5=D.vocab_md5(), sft_steps=trained)
+                          config=model_config(p), seed=job["seed"], vocab_md5=task.vocab_md5(), sft_steps=trained)
     test = pd.DataFrame(job["test"])
-    test_accuracy, _ = P.accuracy(model, list(test["prompt"]), list(test["answer"]), max_new(p))
+    test_accuracy, _ = P.accuracy(model, list(test["prompt"]), list(test["answer"]), max_new(p), task)
     return {**ref, "seed": job["seed"], "steps": trained, "curve": curve, "test_accuracy": test_accuracy,
             "seconds": seconds}
 
@@ -163,16 +168,17 @@ def flow_job(job: dict) -> dict:
     from assets.flowtracer import analysis as A
 
     p: FlowtracerParams = job["params"]
+    task = task_of(p)
     torch.set_num_threads(job["threads"])
-    model = load_policy(job["checkpoint"])
+    model = load_policy(job["checkpoint"], task)
     problems = pd.DataFrame(job["problems"])
     tokens, masks, bands = [], [], []
     for band in p.flow.all_layer_bands:
         generator = torch.Generator().manual_seed(job["seed"])
-        scored = A.score_tokens(model, problems, band, p.flow.drop_bos, generator)
+        scored = A.score_tokens(model, problems, band, p.flow.drop_bos, generator, task)
         table = A.token_table(problems, scored)
-        masked = A.masking(model, problems, scored, p.analysis.mask_fraction, A.SCORE_RULES, generator)
-        name = "-".join(map(str, band))
+        masked = A.masking(model, problems, scored, p.analysis.mask_fraction, A.SCORE_RULES, generator, task)
+        name = A.band_name(band)
         table["band"] = masked["band"] = name
         bands.append({"band": name, "conservation_error": float(scored["conservation_error"].max()),
                       "absorbed_mass_error": float((scored["absorbed_mass"] - 1).abs().max()),
@@ -216,12 +222,13 @@ def grpo_job(job: dict) -> dict:
     from resources.artifacts import save_checkpoint
 
     p: FlowtracerParams = job["params"]
+    task = task_of(p)
     g = p.grpo
     torch.set_num_threads(job["threads"])
     torch.manual_seed(job["seed"])
     generator = torch.Generator().manual_seed(job["seed"])
     rng = np.random.default_rng(job["seed"])
-    policy = load_policy(job["checkpoint"])
+    policy = load_policy(job["checkpoint"], task)
     opt = torch.optim.Adam(policy.parameters(), lr=g.lr)
     train = [(r["prompt"], int(r["answer"])) for r in job["rl"]]
     held = [(r["prompt"], int(r["answer"])) for r in job["rl_eval"]]
@@ -229,7 +236,7 @@ def grpo_job(job: dict) -> dict:
     start = time.perf_counter()
 
     def evaluate(step: int) -> None:
-        rewards = M.rewards_by_prompt(policy, held, max_new(p))
+        rewards = M.rewards_by_prompt(policy, held, max_new(p), task)
         evals.extend({"step": step, "prompt": i, "reward": float(r)} for i, r in enumerate(rewards))
 
     evaluate(0)
@@ -238,14 +245,14 @@ def grpo_job(job: dict) -> dict:
         stats = M.grpo_step(policy, opt, [train[i] for i in pick], job["rule"], group_size=g.group_size,
                             max_new=max_new(p), temperature=g.temperature, clip=g.clip, fraction=job["fraction"],
                             gamma=p.flow.gamma, layers=job["layers"], drop_bos=p.flow.drop_bos,
-                            log_space=p.flow.log_space, generator=generator)
+                            log_space=p.flow.log_space, generator=generator, task=task)
         steps.append({"step": step, **stats})
         if step % g.eval_every == 0 or step == g.steps:
             evaluate(step)
     seconds = time.perf_counter() - start
     finite = all(bool(torch.isfinite(t).all()) for t in policy.state_dict().values())
     ref = save_checkpoint(Path(job["path"]), policy.state_dict(), provenance=job["provenance"],
-                          config=model_config(p), seed=job["seed"], vocab_md5=D.vocab_md5(), method=job["method"])
+                          config=model_config(p), seed=job["seed"], vocab_md5=task.vocab_md5(), method=job["method"])
     tag = {"method": job["method"], "seed": job["seed_index"]}
     return {**tag, **ref, "finite": finite, "seconds": seconds, "steps": [{**tag, **s} for s in steps],
             "evals": [{**tag, **e} for e in evals]}

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from assets.flowtracer import analysis as A
+from assets.flowtracer import arithchain as AC
 from assets.flowtracer import benchmark as B
 from assets.flowtracer import data as D
 from assets.flowtracer import policy as P
@@ -32,9 +33,14 @@ def test_hub_odds_ratio_known_answer():
     # one problem, 10 tokens: the top 4 by τ are 3 structural + 1 digit; the rest 1 structural + 5 digits
     chars = [";", "A", "B", "3", ";", "4", "5", "6", "7", "8"]
     flow = [10, 9, 8, 7, 1, 1, 1, 1, 1, 1]
-    tokens = pd.DataFrame({"problem": 0, "char": chars, "flow": flow}, index=range(100, 110))
+    kinds = ["S" if c == ";" else "L" if c.isalpha() else "P" for c in chars]
+    tokens = pd.DataFrame({"problem": 0, "char": chars, "kind": kinds, "flow": flow}, index=range(100, 110))
     expected = ((3.5 / 1.5) / (1.5 / 5.5))
     assert A.hub_odds_ratio(tokens, 0.4) == pytest.approx(expected)
+    # ArithChain counts `=` (kind E) as structural too; RegTrace has no such kind
+    with_equals = tokens.assign(kind=["S", "L", "L", "E", "S", "V", "V", "V", "V", "V"])
+    assert A.hub_odds_ratio(with_equals, 0.4, AC) == pytest.approx((4.5 / 0.5) / (1.5 / 5.5))
+    assert A.hub_odds_ratio(with_equals, 0.4) == pytest.approx(expected)
 
 
 def test_hub_top_is_per_problem_with_ties_in_row_order():
@@ -94,10 +100,10 @@ def _masking(rates: dict[str, float], seeds=(0, 1, 2), problems=200, band="1-2")
 def test_masking_claim_holds_only_with_the_ordered_gaps():
     good = _masking({"flow": 0.6, "random": 0.35, "bottom": 0.1, "recency": 0.3, "attention": 0.3,
                      "one_hop": 0.3, "rollout": 0.3})
-    assert B.masking_claim(good, 300, 0).holds
+    assert B.masking_claim(good, 300, 0, "1-2").holds
     flat = _masking({"flow": 0.35, "random": 0.33, "bottom": 0.1, "recency": 0.3, "attention": 0.3,
                      "one_hop": 0.3, "rollout": 0.3})
-    assert not B.masking_claim(flat, 300, 0).holds
+    assert not B.masking_claim(flat, 300, 0, "1-2").holds
 
 
 def _evals(gains: dict[str, float], seeds=(0, 1, 2), prompts=60) -> pd.DataFrame:
@@ -154,7 +160,7 @@ def test_bootstrap_statistic_matches_the_plain_resampling_definition():
     rng = np.random.default_rng(3)
     n = 240
     tokens = pd.DataFrame({"seed": rng.integers(0, 3, n), "problem": rng.integers(0, 12, n),
-                           "label": rng.choice(["R", "D", "S"], n), "char": rng.choice(list(";AB0123"), n),
+                           "label": rng.choice(["R", "D", "S"], n), "kind": rng.choice(list("SLP"), n),
                            "flow": rng.random(n)})
     tokens = tokens.sort_values(["seed", "problem"], kind="stable").reset_index(drop=True)
     auroc = lambda t: A.relevance_auroc(t, "flow")                     # noqa: E731
@@ -163,7 +169,7 @@ def test_bootstrap_statistic_matches_the_plain_resampling_definition():
     assert point == pytest.approx(np.mean([auroc(tokens[tokens["seed"] == s]) for s in range(3)]))
     # the hub statistic on precomputed per-problem flags equals regrouping every resampled copy
     flagged = tokens.assign(top=A.hub_top(tokens, 0.4, keys=("seed", "problem")),
-                            structural=tokens["char"].isin(A.STRUCTURAL))
+                            structural=A.structural(tokens))
     fast = B.bootstrap_statistic(flagged, lambda t: A.odds_ratio(t["top"], t["structural"]), 60, 5)
     slow = _reference_bootstrap(tokens, lambda t: A.hub_odds_ratio(t, 0.4), 60, 5)
     assert fast[1:] == pytest.approx(slow.tolist())
@@ -184,8 +190,8 @@ def test_masking_by_band_judges_each_band_and_the_claim_only_the_middle():
     middle = _masking({"flow": 0.35, "random": 0.33, "bottom": 0.1, **rates}, band="1-2")
     early = _masking({"flow": 0.6, "random": 0.33, "bottom": 0.1, **rates}, band="0")
     both = pd.concat([middle, early], ignore_index=True)
-    assert not B.masking_claim(both, 300, 0).holds                     # judged at band 1-2
-    text = B.masking_band_observation(both, 300, 0).measured_value
+    assert not B.masking_claim(both, 300, 0, "1-2").holds                     # judged at band 1-2
+    text = B.masking_band_observation(both, 300, 0, "1-2").measured_value
     assert text.index("band 0:") < text.index("→ met") < text.index("band 1-2:") < text.index("→ not met")
 
 

@@ -103,7 +103,7 @@ def test_a_wrong_gold_answer_stops_the_sft(run, tmp_path, monkeypatch):
         return frame
 
     monkeypatch.setattr(runs, "dataset", corrupted)
-    seen = rerun(run, ["regtrace_dataset", "sft_steps"], tmp_path / "data")
+    seen = rerun(run, ["trace_dataset", "sft_steps"], tmp_path / "data")
     assert seen["checks"]["valid_traces"] is False
     assert "flowtracer/sft_steps" not in seen["assets"]
 
