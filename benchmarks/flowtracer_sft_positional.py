@@ -1,15 +1,21 @@
-"""FlowTracer SFT: greedy RegTrace accuracy against SFT steps, for one positional encoding of the
-shared TinyLM (learned absolute embeddings, ALiBi, or both).
+"""FlowTracer SFT: greedy accuracy against SFT steps, for one positional encoding of the shared
+TinyLM (learned absolute embeddings, ALiBi, or both), on RegTrace or ArithChain.
 
 The cpu recipe of params.yaml (4 layers, d = 64, untied, AdamW 1e-3, batch 32, 1,000 steps on
 4-op problems first) with only `positional` changed; greedy validation accuracy every
 `--every` steps. One thread; run two encodings side by side on two cores.
 
+`--task arithchain` takes the gpu profile's ArithChain data settings (SFT on depth 3–4,
+validation on depth 5–6) at the cpu sizes and model; it also prints the greedy accuracy on
+unseen depth-3–4 problems (`shallow_accuracy`, from the rl split), i.e. in distribution.
+
     .venv/bin/python benchmarks/flowtracer_sft_positional.py --positional alibi --steps 3000
+    .venv/bin/python benchmarks/flowtracer_sft_positional.py --positional alibi --task arithchain
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 
@@ -35,27 +41,39 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=0, help="0: the profile's")
     parser.add_argument("--weight-decay", type=float, default=0.0)
     parser.add_argument("--curriculum", type=int, default=-1, help="-1: the profile's")
+    parser.add_argument("--task", default="regtrace", choices=["regtrace", "arithchain"])
     parser.add_argument("--out", default="")
     args = parser.parse_args()
 
     torch.set_num_threads(1)
     p = parse(FlowtracerParams, load_params("flowtracer", "cpu"), "flowtracer.cpu")
+    if args.task == "arithchain":
+        gpu = parse(FlowtracerParams, load_params("flowtracer", "gpu"), "flowtracer.gpu")
+        sizes = {k: getattr(p.data, k) for k in ("train", "val", "test", "rl", "rl_eval")}
+        p = dataclasses.replace(p, data=dataclasses.replace(gpu.data, **sizes),
+                                model=dataclasses.replace(p.model, context=gpu.model.context))
+    task = R.task_of(p)
     frame = R.dataset(p, np.random.default_rng(1234))
     train, val = R.split(frame, "train"), R.split(frame, "val").head(args.val)
+    rl = R.split(frame, "rl")
+    shallow = rl[rl["n_ops"] <= p.data.max_ops].head(args.val)
     torch.manual_seed(args.seed)
     d_model = args.d_model or p.model.d_model
-    model = P.build_model(**{**R.model_config(p), "d_model": d_model, "positional": args.positional})
+    model = P.build_model(**{**R.model_config(p), "d_model": d_model, "positional": args.positional}, task=task)
     curve = []
     start = time.perf_counter()
 
     def snapshot(step: int, loss: float) -> bool:
-        acc, _ = P.accuracy(model, list(val["prompt"]), list(val["answer"]), R.max_new(p))
-        curve.append({"step": step, "loss": round(loss, 4), "val_accuracy": acc,
-                      "seconds": round(time.perf_counter() - start, 1)})
-        print(json.dumps({"positional": args.positional, **curve[-1]}), flush=True)
+        acc, _ = P.accuracy(model, list(val["prompt"]), list(val["answer"]), R.max_new(p), task)
+        point = {"step": step, "loss": round(loss, 4), "val_accuracy": acc}
+        if args.task == "arithchain":
+            point["shallow_accuracy"], _ = P.accuracy(model, list(shallow["prompt"]), list(shallow["answer"]),
+                                                      R.max_new(p), task)
+        curve.append({**point, "seconds": round(time.perf_counter() - start, 1)})
+        print(json.dumps({"positional": args.positional, "task": args.task, **curve[-1]}), flush=True)
         return False
 
-    P.sft_train(model, P.sft_examples(train), args.steps, args.batch or p.sft.batch_size, args.lr or p.sft.lr,
+    P.sft_train(model, P.sft_examples(train, task), args.steps, args.batch or p.sft.batch_size, args.lr or p.sft.lr,
                 p.sft.warmup, p.sft.curriculum if args.curriculum < 0 else args.curriculum, p.data.min_ops,
                 p.data.max_ops, np.random.default_rng(args.seed), decay=p.sft.decay, on_snapshot=snapshot,
                 snapshot_every=args.every, weight_decay=args.weight_decay)

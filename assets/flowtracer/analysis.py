@@ -52,10 +52,10 @@ def _batch(problems: pd.DataFrame, task: ModuleType) -> tuple[torch.Tensor, torc
 
 @torch.no_grad()
 def answers_at_hash(model: TinyLM, tokens: torch.Tensor, key_mask: torch.Tensor, hashes: Sequence[int]) -> torch.Tensor:
-    """Greedy answer token id at each row's `#` position (N,)."""
+    """Greedy answer token id at each row's `#` position (N,), on the tokens' device."""
     logits = model(tokens, key_mask=key_mask).logits
-    rows = torch.arange(len(hashes))
-    return logits[rows, torch.tensor(hashes)].argmax(-1)
+    rows = torch.arange(len(hashes), device=tokens.device)
+    return logits[rows, torch.tensor(hashes, device=tokens.device)].argmax(-1)
 
 
 @torch.no_grad()
@@ -63,16 +63,19 @@ def score_tokens(model: TinyLM, problems: pd.DataFrame, layers: Sequence[int], d
                  generator: torch.Generator, task: ModuleType = D) -> dict:
     """Scores (N, T) float64 per rule in SCORE_RULES over each row's trace tokens before `#`
     (other positions NaN), with the tokens, masks, answers and layout they were computed on.
-    problems: the task's dataset rows (RegTrace by default)."""
+    problems: the task's dataset rows (RegTrace by default). Everything on the model's device
+    (the random scores drawn on the CPU stream)."""
+    device = next(model.parameters()).device
     tokens, key_mask, starts, hashes = _batch(problems, task)
+    tokens, key_mask = tokens.to(device), key_mask.to(device)
     answers = answers_at_hash(model, tokens, key_mask, hashes)
-    rows = torch.arange(len(hashes))
-    tokens[rows, torch.tensor(hashes) + 1] = answers
-    key_mask[rows, torch.tensor(hashes) + 1] = True
+    rows = torch.arange(len(hashes), device=device)
+    tokens[rows, torch.tensor(hashes, device=device) + 1] = answers
+    key_mask[rows, torch.tensor(hashes, device=device) + 1] = True
     out = model(tokens, key_mask=key_mask, return_attention=True)
     attn = torch.stack(out.attentions, dim=1)                       # (N, L, H, T, T)
     n, t = tokens.shape
-    question = torch.zeros((n, t), dtype=torch.bool)
+    question = torch.zeros((n, t), dtype=torch.bool, device=device)
     answer = torch.zeros_like(question)
     trace = torch.zeros_like(question)
     for i, (s, h) in enumerate(zip(starts, hashes, strict=True)):
@@ -84,11 +87,11 @@ def score_tokens(model: TinyLM, problems: pd.DataFrame, layers: Sequence[int], d
     W = flow.W
     scores = {
         "flow": flow.tau,
-        "random": torch.rand((n, t), generator=generator, dtype=torch.float64),
+        "random": torch.rand((n, t), generator=generator, dtype=torch.float64).to(device),
         "bottom": -flow.tau,
         "one_hop": FL.one_hop(W, answer),
         "rollout": FL.rollout(attn, answer),
-        "recency": torch.arange(t, dtype=torch.float64).expand(n, t).clone(),
+        "recency": torch.arange(t, dtype=torch.float64, device=device).expand(n, t).clone(),
         "attention": FL.max_received(W),
     }
     scores = {k: torch.where(trace, v.double(), torch.full_like(v.double(), torch.nan)) for k, v in scores.items()}
@@ -102,30 +105,32 @@ def masking(model: TinyLM, problems: pd.DataFrame, scored: dict, fraction: float
     """One row per (problem, rule): answer_changed, flipped (0/1), masked tokens."""
     tokens, key_mask, trace, hashes = scored["tokens"], scored["key_mask"], scored["trace"], scored["hashes"]
     base = scored["answers"]
-    gold = torch.tensor([task.TOKEN_ID[str(a)] for a in problems["answer"]])
+    gold = torch.tensor([task.TOKEN_ID[str(a)] for a in problems["answer"]], device=tokens.device)
     rows = []
     for rule in rules:
         top = top_fraction_mask(torch.nan_to_num(scored["scores"][rule], nan=-np.inf), trace, fraction, generator)
         masked = torch.where(top, torch.full_like(tokens, D.PAD_ID), tokens)
         after = answers_at_hash(model, masked, key_mask & ~top, hashes)
-        changed = (after != base).long()
-        flipped = ((after == gold) != (base == gold)).long()
+        changed = (after != base).long().cpu()
+        flipped = ((after == gold) != (base == gold)).long().cpu()
+        top, correct = top.cpu(), (base == gold).cpu()
         for i in range(len(hashes)):
             rows.append({"problem": i, "rule": rule, "answer_changed": int(changed[i]), "flipped": int(flipped[i]),
-                         "masked": int(top[i].sum()), "base_correct": int(base[i] == gold[i])})
+                         "masked": int(top[i].sum()), "base_correct": int(correct[i])})
     return pd.DataFrame(rows)
 
 
 def token_table(problems: pd.DataFrame, scored: dict) -> pd.DataFrame:
     """Long table of every trace token before `#`: problem, position, char, label (R / D / S),
     kind, and each rule's score."""
+    scores = {rule: s.cpu() for rule, s in scored["scores"].items()}
     rows = []
     for i, r in enumerate(problems.itertuples()):
         start = D.trace_start(r.prompt)
         head = r.trace.index("#")
         for j in range(head):
             row = {"problem": i, "position": start + j, "char": r.trace[j], "label": r.labels[j], "kind": r.kinds[j]}
-            for rule, s in scored["scores"].items():
+            for rule, s in scores.items():
                 row[rule] = float(s[i, start + j])
             rows.append(row)
     return pd.DataFrame(rows)

@@ -53,8 +53,8 @@ DEFAULT_DISTRACTORS = (1, 3)
 MAX_TOKENS = 104                                  # 2 + 4·2 + 6·9 + 2 + 4·9 + 2 at depth 6 with 3 distractors
 STRUCTURAL_KINDS = frozenset("LES")               # hubs: letters, `=`, separators
 STEP_CHARS = 3                                    # a step's characters before its `;` (letter, `=`, digit)
-LABELS = {"R": "relevant step", "D": "distractor step", "S": "separator ;", "H": "hash #", "A": "answer digit"}
-KINDS = {"L": "variable letter", "E": "=", "V": "value digit", "S": "separator ;", "H": "hash #",
+LABELS = {"R": "relevant step", "D": "distractor step", "S": "separator `;`", "H": "`#`", "A": "answer digit"}
+KINDS = {"L": "variable letter", "E": "`=`", "V": "value digit", "S": "separator `;`", "H": "`#`",
          "A": "answer digit"}
 COLUMNS = D.COLUMNS
 

@@ -56,9 +56,9 @@ STEP_CHARS = 2                       # a step's characters before its `;` (lette
 MAX_TOKENS = 80
 DEFAULT_MIN_OPS, DEFAULT_MAX_OPS = 4, 8
 OPS = ("+", "-", "=")
-LABELS = {"R": "relevant step", "D": "distractor step", "S": "separator ;", "H": "hash #", "A": "answer digit"}
-KINDS = {"L": "register letter", "C": "copy digit of an = op", "P": "digit of a + / - op", "S": "separator ;",
-         "H": "hash #", "A": "answer digit"}
+LABELS = {"R": "relevant step", "D": "distractor step", "S": "separator `;`", "H": "`#`", "A": "answer digit"}
+KINDS = {"L": "register letter", "C": "copy digit of an = op", "P": "digit of a + / - op", "S": "separator `;`",
+         "H": "`#`", "A": "answer digit"}
 COLUMNS = ("problem_id", "prompt", "trace", "answer", "query", "n_ops", "n_tokens", "labels", "kinds")
 SPLITS = ("train", "val", "test", "rl", "rl_eval")
 

@@ -56,7 +56,7 @@ def sft_steps(context: dg.AssetExecutionContext, trace_dataset: pd.DataFrame, co
     workers = len(p.seeds) if compute.workers(len(p.seeds), p.workers) > 1 else 1
     value = runs.calibrate(trace_dataset, p, lambda *k: compute.seed_for(paper.slug, *k),
                            lambda name: artifacts.checkpoint_path(paper.slug, name), compute.provenance(paper.slug),
-                           workers, context.log.info)
+                           workers, context.log.info, compute.resolved_device())
     artifacts.record_timings(paper.slug, "sft_steps", pd.DataFrame(
         [{"seed": s["seed"], "seconds": s.pop("seconds")} for s in value["seeds"]]))
     context.add_output_metadata({"steps": dg.MetadataValue.json({int(s["seed"]): int(s["steps"])
@@ -80,7 +80,8 @@ def flow_annotations(context: dg.AssetExecutionContext, trace_dataset: pd.DataFr
                      sft_checkpoints: pd.DataFrame, compute: ComputeResource, artifacts: ArtifactsResource) -> dict:
     p = paper.params(compute)
     tokens, masking, diagnostics = runs.flow_annotations(
-        trace_dataset, sft_checkpoints, p, compute.workers(len(p.seeds), p.workers), context.log.info)
+        trace_dataset, sft_checkpoints, p, compute.workers(len(p.seeds), p.workers), context.log.info,
+        compute.resolved_device())
     base = artifacts.paper_dir(paper.slug) / "flow"
     refs = {name: data_ref(write_parquet(base / f"{name}.parquet", frame))
             for name, frame in (("tokens", tokens), ("masking", masking))}
@@ -113,7 +114,7 @@ def grpo_runs(context: dg.AssetExecutionContext, trace_dataset: pd.DataFrame, sf
     table, evals, steps = runs.grpo_runs(
         trace_dataset, sft_checkpoints, p, lambda *k: compute.seed_for(paper.slug, *k),
         lambda name: artifacts.checkpoint_path(paper.slug, name), compute.provenance(paper.slug),
-        compute.workers(len(p.run_methods) * len(p.seeds), p.workers), context.log.info)
+        compute.workers(len(p.run_methods) * len(p.seeds), p.workers), context.log.info, compute.resolved_device())
     artifacts.record_timings(paper.slug, "grpo_steps", steps[["method", "seed", "step", "rollouts", *STEP_TIMES]])
     artifacts.record_timings(paper.slug, "grpo_runs", table[["method", "seed", "seconds"]])
     base = artifacts.paper_dir(paper.slug) / "grpo"

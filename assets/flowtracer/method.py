@@ -45,14 +45,14 @@ def top_fraction_mask(scores: torch.Tensor, mask: torch.Tensor, fraction: float,
     n = mask.sum(dim=1)
     k = torch.where(n > 0, torch.clamp(torch.round(fraction * n.double()).long(), min=1 if fraction > 0 else 0),
                     torch.zeros_like(n))
-    noise = torch.rand(scores.shape, generator=generator, dtype=torch.float64)
+    noise = torch.rand(scores.shape, generator=generator, dtype=torch.float64).to(scores.device)   # CPU stream
     keyed = torch.where(mask, scores.double(), torch.full_like(scores, -torch.inf, dtype=torch.float64))
     # sort by score, then by random noise: lexicographic through a stable double sort
     order = torch.argsort(noise, dim=1)
     by_score = torch.argsort(torch.gather(keyed, 1, order), dim=1, descending=True, stable=True)
     ranked = torch.gather(order, 1, by_score)
     rank = torch.empty_like(ranked)
-    rank.scatter_(1, ranked, torch.arange(scores.shape[1]).expand_as(ranked))
+    rank.scatter_(1, ranked, torch.arange(scores.shape[1], device=scores.device).expand_as(ranked))
     return mask & (rank < k[:, None])
 
 
@@ -60,7 +60,7 @@ def credit_weights(scores: torch.Tensor | None, mask: torch.Tensor, fraction: fl
                    generator: torch.Generator | None = None) -> torch.Tensor:
     """γ (N, T) float: gamma on the top `fraction` of each row's masked positions by score, 1
     elsewhere; all ones when scores is None (plain GRPO)."""
-    weights = torch.ones(mask.shape, dtype=torch.float32)
+    weights = torch.ones(mask.shape, dtype=torch.float32, device=mask.device)
     if scores is None:
         return weights
     top = top_fraction_mask(scores, mask, fraction, generator)
@@ -85,6 +85,11 @@ class Batch:
     answer: torch.Tensor
     rewards: torch.Tensor
     texts: list[str]
+
+    def to(self, device) -> Batch:
+        """The same batch with its tensors on `device` (itself on the CPU when it is there)."""
+        return Batch(*(getattr(self, f).to(device) for f in ("tokens", "key_mask", "response", "question", "answer",
+                                                             "rewards")), self.texts)
 
 
 def pack(prompts: Sequence[list[int]], responses: Sequence[list[int]], answers: Sequence[int],
@@ -130,20 +135,21 @@ def rule_scores(rule: str, attn: torch.Tensor | None, entropy: torch.Tensor, bat
                 drop_bos: bool, log_space: bool, generator: torch.Generator) -> tuple[torch.Tensor | None, dict]:
     """Per-position scores (N, T) for a credit rule (None for uniform) and diagnostics."""
     n, t = batch.tokens.shape
+    device = batch.tokens.device
     info: dict = {}
     if rule == "uniform":
         return None, info
     if rule == "random":
-        return torch.rand((n, t), generator=generator, dtype=torch.float64), info
+        return torch.rand((n, t), generator=generator, dtype=torch.float64).to(device), info
     if rule == "entropy":
-        scores = torch.zeros((n, t), dtype=torch.float64)
+        scores = torch.zeros((n, t), dtype=torch.float64, device=device)
         scores[:, 1:] = entropy.detach().double()
         return scores, info
     if rule == "attention":
         W = FL.edge_weights(attn.detach(), layers, drop_sink_columns=(0,) if drop_bos else (), key_mask=batch.key_mask)
         return FL.max_received(W), info
     has_flow = batch.answer.any(dim=1)
-    tau = torch.zeros((n, t), dtype=torch.float64)
+    tau = torch.zeros((n, t), dtype=torch.float64, device=device)
     if bool(has_flow.any()):
         idx = torch.nonzero(has_flow).flatten()
         result = FL.trace_flow_batch(attn.detach()[idx], batch.key_mask[idx], batch.question[idx],
@@ -158,6 +164,15 @@ def rule_scores(rule: str, attn: torch.Tensor | None, entropy: torch.Tensor, bat
     return (tau if rule == "flowtracer" else -tau), info
 
 
+def sampling_generator(generator: torch.Generator, device: torch.device) -> torch.Generator:
+    """The generator sampling draws from: `generator` itself on the CPU; on another device one
+    of that device seeded from `generator` (torch samples there only from a device generator)."""
+    if device.type == "cpu":
+        return generator
+    seed = int(torch.randint(0, 2**62, (1,), generator=generator))
+    return torch.Generator(device=device).manual_seed(seed)
+
+
 def grpo_step(policy: TinyLM, opt: torch.optim.Optimizer, problems: Sequence[tuple[str, int]], rule: str, *,
               group_size: int, max_new: int, temperature: float, clip: float, fraction: float, gamma: float,
               layers: Sequence[int], drop_bos: bool, log_space: bool, generator: torch.Generator,
@@ -167,16 +182,18 @@ def grpo_step(policy: TinyLM, opt: torch.optim.Optimizer, problems: Sequence[tup
     update per batch the ratio is 1 at the update, so the scoring pass is the old-log-prob pass
     (its attention is what the flow reads; detached). Returns step statistics (seconds by phase)."""
     t0 = time.perf_counter()
+    device = next(policy.parameters()).device
     ids = [prompt_ids(p, task) for p, _ in problems for _ in range(group_size)]
     answers = [a for _, a in problems for _ in range(group_size)]
-    groups = torch.arange(len(problems)).repeat_interleave(group_size)
+    groups = torch.arange(len(problems), device=device).repeat_interleave(group_size)
     tokens, mask = left_pad(ids, D.PAD_ID)
     policy.eval()
-    samples = generate(policy, tokens, mask, max_new, eos=D.EOS_ID, pad=D.PAD_ID, temperature=temperature,
-                       generator=generator, stop_when_done=True)
+    samples = generate(policy, tokens.to(device), mask.to(device), max_new, eos=D.EOS_ID, pad=D.PAD_ID,
+                       temperature=temperature, generator=sampling_generator(generator, device),
+                       stop_when_done=True)
     responses = [[tok for tok, live in zip(row, alive, strict=True) if live]
                  for row, alive in zip(samples.completion.tolist(), samples.completion_mask.tolist(), strict=True)]
-    batch = pack(ids, responses, answers, keep_bos=not drop_bos, task=task)
+    batch = pack(ids, responses, answers, keep_bos=not drop_bos, task=task).to(device)
     t1 = time.perf_counter()
     advantages = group_advantages(batch.rewards, groups)
     policy.train()

@@ -84,13 +84,14 @@ def sft_train(model: TinyLM, examples: Sequence[SFTExample], steps: int, batch_s
     if not examples:
         raise ValueError("no SFT examples")
     n_ops = np.array([ex.n_ops for ex in examples])
+    device = next(model.parameters()).device
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     losses: list[float] = []
     model.train()
     for step in range(1, steps + 1):
         allowed = np.flatnonzero(n_ops <= curriculum_max_ops(step, curriculum, min_ops, max_ops))
         pick = rng.choice(allowed, size=min(batch_size, len(allowed)), replace=False)
-        tokens, target = sft_batch(examples, pick)
+        tokens, target = (t.to(device) for t in sft_batch(examples, pick))
         for group in opt.param_groups:
             group["lr"] = learning_rate(step, lr, warmup, decay)
         logits = model(tokens[:, :-1]).logits
@@ -119,7 +120,7 @@ def greedy_traces(model: TinyLM, prompts: Sequence[str], max_new: int, batch_siz
     out: list[str] = []
     for start in range(0, len(prompts), batch_size):
         chunk = [prompt_ids(p, task) for p in prompts[start:start + batch_size]]
-        tokens, mask = left_pad(chunk, D.PAD_ID)
+        tokens, mask = (t.to(next(model.parameters()).device) for t in left_pad(chunk, D.PAD_ID))
         samples = generate(model, tokens, mask, max_new, eos=D.EOS_ID, pad=D.PAD_ID, greedy=True,
                            stop_when_done=True)
         for row in samples.completion.tolist():

@@ -130,8 +130,8 @@ def build_report(tokens: pd.DataFrame, masking: pd.DataFrame, evals: pd.DataFram
         f"{list(params.flow.layers)}, <bos> column {'dropped' if params.flow.drop_bos else 'kept'}; A = `#` and the "
         f"answer digit; Q = the prompt. Analysis on {params.analysis.prompts} test problems per SFT seed, "
         "teacher-forced gold traces.", "",
-        f"## Masking {params.analysis.mask_fraction:.0%} of the trace tokens (layers {band}; % of test problems; "
-        "paper: GSM8K)", "",
+        f"## Masking {100 * params.analysis.mask_fraction:g} % of the trace tokens (layers {band}; % of test "
+        "problems; paper: GSM8K)", "",
         markdown_table(mask_table.reset_index(), digits=1), "",
         "## Relevance AUROC of each score (relevant vs distractor trace steps), by layer band", "",
         markdown_table(auroc, digits=3), "",

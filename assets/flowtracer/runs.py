@@ -43,9 +43,9 @@ def task_of(p: FlowtracerParams):
     return tasks.get(p.data.task)
 
 
-def load_policy(ref: dict, task):
-    """The TinyLM of a checkpoint reference; raises when it was trained on another vocabulary
-    than `task`'s."""
+def load_policy(ref: dict, task, device: str = "cpu"):
+    """The TinyLM of a checkpoint reference, on `device`; raises when it was trained on another
+    vocabulary than `task`'s."""
     from assets.flowtracer.policy import build_model
     from resources.artifacts import load_checkpoint
 
@@ -56,7 +56,12 @@ def load_policy(ref: dict, task):
     model = build_model(**{k: sidecar["config"][k] for k in CHECKPOINT_FIELDS}, task=task)
     model.load_state_dict(state)
     model.eval()
-    return model
+    return model.to(device)
+
+
+def cpu_state(model) -> dict:
+    """The model's state dict on the CPU (checkpoints are device-free; the same tensors on the CPU)."""
+    return {k: v.cpu() for k, v in model.state_dict().items()}
 
 
 # ----------------------------------------------------------------------------- SFT
@@ -86,7 +91,7 @@ def sft_job(job: dict, log: Log | None = None) -> dict:
     task = task_of(p)
     torch.set_num_threads(job["threads"])
     torch.manual_seed(job["seed"])
-    model = P.build_model(**model_config(p), task=task)
+    model = P.build_model(**model_config(p), task=task).to(job.get("device", "cpu"))   # seeded on the CPU
     examples = P.sft_examples(pd.DataFrame(job["train"]), task)
     val = pd.DataFrame(job["val"]).head(p.sft.val_prompts)
     low, high = p.sft.band
@@ -105,7 +110,7 @@ def sft_job(job: dict, log: Log | None = None) -> dict:
                 on_snapshot=snapshot, snapshot_every=p.sft.snapshot_every)
     seconds = time.perf_counter() - start
     trained = curve[-1]["step"] if curve else p.sft.max_steps
-    ref = save_checkpoint(Path(job["path"]), model.state_dict(), provenance=job["provenance"],
+    ref = save_checkpoint(Path(job["path"]), cpu_state(model), provenance=job["provenance"],
                           config=model_config(p), seed=job["seed"], vocab_md5=task.vocab_md5(), sft_steps=trained)
     test = pd.DataFrame(job["test"])
     test_accuracy, _ = P.accuracy(model, list(test["prompt"]), list(test["answer"]), max_new(p), task)
@@ -114,7 +119,7 @@ def sft_job(job: dict, log: Log | None = None) -> dict:
 
 
 def calibrate(frame: pd.DataFrame, p: FlowtracerParams, seed_for, checkpoint_path, provenance: dict,
-              workers: int, log: Log) -> dict:
+              workers: int, log: Log, device: str = "cpu") -> dict:
     """Every SFT seed's calibrated step count: the first snapshot (every snapshot_every steps)
     whose greedy validation accuracy is in p.sft.band, and was at the p.sft.stable − 1 snapshots
     before it too. The checkpoint of that snapshot is the seed's SFT checkpoint; its greedy test
@@ -133,7 +138,8 @@ def calibrate(frame: pd.DataFrame, p: FlowtracerParams, seed_for, checkpoint_pat
         f"in {list(p.sft.band)} (at most {p.sft.max_steps} steps), {len(p.seeds)} seeds on {workers} workers")
     train, val = split(frame, "train").to_dict("records"), split(frame, "val").to_dict("records")
     test = split(frame, "test")[["prompt", "answer"]].to_dict("records")
-    jobs = [{"params": p, "seed": int(seed_for("sft", s)), "seed_index": s, "threads": p.threads, "train": train,
+    jobs = [{"params": p, "seed": int(seed_for("sft", s)), "seed_index": s, "threads": p.threads, "device": device,
+             "train": train,
              "val": val, "test": test, "path": str(checkpoint_path(f"sft_seed{s}")), "provenance": provenance}
             for s in p.seeds]
     progress = Progress(log, len(jobs), "SFT seeds")
@@ -170,7 +176,7 @@ def flow_job(job: dict) -> dict:
     p: FlowtracerParams = job["params"]
     task = task_of(p)
     torch.set_num_threads(job["threads"])
-    model = load_policy(job["checkpoint"], task)
+    model = load_policy(job["checkpoint"], task, job.get("device", "cpu"))
     problems = pd.DataFrame(job["problems"])
     tokens, masks, bands = [], [], []
     for band in p.flow.all_layer_bands:
@@ -191,13 +197,13 @@ def flow_job(job: dict) -> dict:
 
 
 def flow_annotations(frame: pd.DataFrame, checkpoints: pd.DataFrame, p: FlowtracerParams, workers: int,
-                     log: Log) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+                     log: Log, device: str = "cpu") -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(tokens, masking, diagnostics) over every SFT seed and layer band, on the first
     analysis.prompts test problems."""
     from assets.common.parallel import spawn_imap
 
     problems = split(frame, "test").head(p.analysis.prompts).to_dict("records")
-    jobs = [{"params": p, "seed": int(r.sft_seed), "seed_index": int(r.seed), "threads": p.threads,
+    jobs = [{"params": p, "seed": int(r.sft_seed), "seed_index": int(r.seed), "threads": p.threads, "device": device,
              "checkpoint": {"checkpoint": r.checkpoint, "md5": r.md5}, "problems": problems}
             for r in checkpoints.itertuples()]
     tokens, masks, diags = [], [], []
@@ -228,7 +234,7 @@ def grpo_job(job: dict) -> dict:
     torch.manual_seed(job["seed"])
     generator = torch.Generator().manual_seed(job["seed"])
     rng = np.random.default_rng(job["seed"])
-    policy = load_policy(job["checkpoint"], task)
+    policy = load_policy(job["checkpoint"], task, job.get("device", "cpu"))
     opt = torch.optim.Adam(policy.parameters(), lr=g.lr)
     train = [(r["prompt"], int(r["answer"])) for r in job["rl"]]
     held = [(r["prompt"], int(r["answer"])) for r in job["rl_eval"]]
@@ -251,7 +257,7 @@ def grpo_job(job: dict) -> dict:
             evaluate(step)
     seconds = time.perf_counter() - start
     finite = all(bool(torch.isfinite(t).all()) for t in policy.state_dict().values())
-    ref = save_checkpoint(Path(job["path"]), policy.state_dict(), provenance=job["provenance"],
+    ref = save_checkpoint(Path(job["path"]), cpu_state(policy), provenance=job["provenance"],
                           config=model_config(p), seed=job["seed"], vocab_md5=task.vocab_md5(), method=job["method"])
     tag = {"method": job["method"], "seed": job["seed_index"]}
     return {**tag, **ref, "finite": finite, "seconds": seconds, "steps": [{**tag, **s} for s in steps],
@@ -271,7 +277,8 @@ def grpo_run_specs(p: FlowtracerParams) -> list[dict]:
 
 
 def grpo_runs(frame: pd.DataFrame, checkpoints: pd.DataFrame, p: FlowtracerParams, seed_for, checkpoint_path,
-              provenance: dict, workers: int, log: Log) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+              provenance: dict, workers: int, log: Log,
+              device: str = "cpu") -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Every method × seed from that seed's SFT checkpoint: (runs, evals, steps)."""
     from assets.common.parallel import longest_first
     from assets.common.progress import Progress
@@ -280,7 +287,7 @@ def grpo_runs(frame: pd.DataFrame, checkpoints: pd.DataFrame, p: FlowtracerParam
     held = split(frame, "rl_eval")[["prompt", "answer"]].to_dict("records")
     by_seed = {int(r.seed): {"checkpoint": r.checkpoint, "md5": r.md5} for r in checkpoints.itertuples()}
     jobs = [{"params": p, **run, "seed": int(seed_for("grpo", s)), "seed_index": s, "threads": p.threads,
-             "checkpoint": by_seed[s], "rl": rl, "rl_eval": held,
+             "device": device, "checkpoint": by_seed[s], "rl": rl, "rl_eval": held,
              "path": str(checkpoint_path(f"grpo_{run['method']}_seed{s}")), "provenance": provenance}
             for s in p.seeds for run in grpo_run_specs(p)]
     costs = [1.2 if j["rule"] in ("flowtracer", "bottom", "attention") else 1.0 for j in jobs]

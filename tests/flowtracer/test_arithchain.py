@@ -178,3 +178,24 @@ def test_sft_flow_and_grpo_run_on_arithchain(data_dir):
                              "rl_eval": runs.split(frame, "rl_eval").to_dict("records"),
                              "path": str(data_dir / f"grpo_{rule}"), "provenance": provenance})
         assert out["finite"] and len(out["steps"]) == 1
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not __import__("torch").cuda.is_available(), reason="no CUDA device"))])
+def test_device_check_script_runs_and_cpu_parity_is_exact(tmp_path, device):
+    """benchmarks/flowtracer_device_check.py (the gpu-machine check) end to end at tiny size."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "flowtracer_device_check.py"
+    spec = importlib.util.spec_from_file_location("flowtracer_device_check", script)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = tmp_path / "check.json"
+    assert mod.main(["--device", device, "--tiny", "--out", str(out)]) == 0
+    found = json.loads(out.read_text())
+    assert found["parity_ok"] and found["grpo_flow_ok"] and found["grpo_finite"] and found["task"] == "ArithChain"
+    if device == "cpu":
+        assert found["logit_max_rel_diff"] == 0.0 and found["tau_max_abs_diff"] == 0.0
+        assert found["masking_agreement"] == 1.0 and found["sft_loss_rel_diff"] == 0.0
