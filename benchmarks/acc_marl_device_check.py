@@ -16,10 +16,8 @@ On `--device cpu` the parity is exact (both sides are the same CPU kernels): the
 """
 from __future__ import annotations
 
-import argparse
 import copy
 import dataclasses
-import json
 import sys
 import time
 from pathlib import Path
@@ -115,16 +113,17 @@ def steps_per_second(device: str, p, layout, arrays, graphs, roots, n_envs: int,
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--device", default="cuda")
-    ap.add_argument("--layout", default="rooms2")
-    ap.add_argument("--iterations", type=int, default=3, help="PPO iterations timed on the device (gpu sizes)")
-    ap.add_argument("--tiny", action="store_true", help="tiny pool and rollouts (tests)")
-    ap.add_argument("--out", default="/tmp/acc_marl_device_check.json")
-    args = ap.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))      # the repo root, from any directory
+    from assets.common import device_check
 
-    import torch
+    def extra(ap):
+        ap.add_argument("--layout", default="rooms2")
+        ap.add_argument("--iterations", type=int, default=3, help="PPO iterations timed on the device (gpu sizes)")
+
+    args = device_check.arguments(argv, "/tmp/acc_marl_device_check.json", extra)
+    torch = device_check.prepare(args.device)
+    if torch is None:
+        return device_check.NO_DEVICE
 
     from assets.acc_marl import layouts as lay_mod
     from assets.acc_marl import model as model_mod
@@ -133,12 +132,6 @@ def main(argv: list[str] | None = None) -> int:
     from assets.common.params import parse
     from resources.profiles import deep_merge, load_params
 
-    if args.device == "cuda" and not torch.cuda.is_available():
-        print("no CUDA device: nothing to check (run with --device cpu to exercise the code)", file=sys.stderr)
-        return 2
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    torch.set_num_threads(1)
     raw = load_params("acc_marl", "gpu")
     if args.tiny:
         raw = deep_merge(raw, {"pool": {"train": 5, "test": 2, "ood": 2}})
@@ -161,10 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     report["cpu_env_steps_per_s"] = steps_per_second("cpu", p, layout, arrays, graphs, roots, *small)
     report["cpu_rollout"] = {"n_envs": small[0], "n_steps": small[1], "iterations": small[2], "threads": 1}
     report["speedup"] = report["device_env_steps_per_s"] / report["cpu_env_steps_per_s"]
-    print(json.dumps(report, indent=1), flush=True)
-    with open(args.out, "w") as fh:
-        json.dump(report, fh, indent=1)
-    return 0 if report["parity"]["ok"] else 1
+    return device_check.finish(report, report["parity"]["ok"], args.out)
 
 
 if __name__ == "__main__":

@@ -15,9 +15,7 @@ The default model is the gpu profile's (8 layers, d = 384); --tiny uses the smok
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import sys
 import time
 from pathlib import Path
@@ -45,13 +43,13 @@ def _table(n_train: int):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--device", default="cuda")
-    ap.add_argument("--tiny", action="store_true")
-    ap.add_argument("--out", default="")
-    args = ap.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))      # the repo root, from any directory
-    import torch
+    from assets.common import device_check
+
+    args = device_check.arguments(argv)
+    torch = device_check.prepare(args.device)
+    if torch is None:
+        return device_check.NO_DEVICE
 
     from assets.common.params import parse
     from assets.dispat import lm as L
@@ -59,10 +57,6 @@ def main(argv: list[str] | None = None) -> int:
     from assets.dispat.params import DispatParams
     from resources.profiles import load_params
 
-    torch.set_num_threads(1)
-    if args.device.startswith("cuda"):
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
     p = parse(DispatParams, load_params("dispat", "smoke" if args.tiny else "gpu"), "dispat")
     p = dataclasses.replace(p, critic=dataclasses.replace(p.critic, enabled=True))
     train, val, test, vocab = _table(40 if args.tiny else 600)
@@ -87,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     ok = (out["score_max_rel_diff"] <= SCORE_TOL and out["val_nll_rel_diff"] <= LOSS_TOL
           and out["sft_loss_rel_diff"] <= LOSS_TOL and out["device_parse_rate"] == 1.0)
     # 2. speed on the device
-    sync = torch.cuda.synchronize if args.device.startswith("cuda") else (lambda: None)
+    sync = device_check.synchronizer(args.device)
     steps = 3 if args.tiny else 50
     started = time.perf_counter()
     L.train_sft(dev, tr, steps, batch, o, np.random.default_rng(3))
@@ -113,11 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     out["critic_round_finite"] = bool(np.isfinite(curves["loss"]).all())
     ok = ok and out["critic_round_finite"]
     out["parity_ok"] = bool(ok)
-    text = json.dumps(out, indent=1)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text)
-    return 0 if ok else 1
+    return device_check.finish(out, ok, args.out)
 
 
 if __name__ == "__main__":

@@ -19,9 +19,7 @@ uses the smoke profile's model and small counts.
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import sys
 import time
 from pathlib import Path
@@ -35,13 +33,13 @@ FLOW_TOL = 1e-6         # conservation and absorbed mass on the device (the gate
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--device", default="cuda")
-    ap.add_argument("--tiny", action="store_true")
-    ap.add_argument("--out", default="")
-    args = ap.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))      # the repo root, from any directory
-    import torch
+    from assets.common import device_check
+
+    args = device_check.arguments(argv)
+    torch = device_check.prepare(args.device)
+    if torch is None:
+        return device_check.NO_DEVICE
 
     from assets.common.params import parse
     from assets.flowtracer import analysis as A
@@ -51,10 +49,6 @@ def main(argv: list[str] | None = None) -> int:
     from assets.flowtracer.params import FlowtracerParams
     from resources.profiles import load_params
 
-    torch.set_num_threads(1)
-    if args.device.startswith("cuda"):
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
     gpu = parse(FlowtracerParams, load_params("flowtracer", "gpu"), "flowtracer.gpu")
     p = gpu
     if args.tiny:
@@ -106,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     prompts = 4 if args.tiny else g.prompts_per_step
     opt = torch.optim.Adam(dev.parameters(), lr=g.lr)
     generator = torch.Generator().manual_seed(3)
-    sync = torch.cuda.synchronize if args.device.startswith("cuda") else (lambda: None)
+    sync = device_check.synchronizer(args.device)
     steps = []
     for i, rule in enumerate(("flowtracer", "bottom", "flowtracer", "flowtracer")):
         sync()
@@ -135,11 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     sync()
     out["sft_steps_per_s"] = sft_steps / (time.perf_counter() - started)
     out["parity_ok"] = bool(ok)
-    text = json.dumps(out, indent=1)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text)
-    return 0 if ok else 1
+    return device_check.finish(out, ok, args.out)
 
 
 if __name__ == "__main__":

@@ -216,3 +216,22 @@ def corrupt_saved_checkpoints(monkeypatch, module, name: str = "save_checkpoint"
         return written
 
     monkeypatch.setattr(module, name, corrupting)
+
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not __import__("torch").cuda.is_available(), reason="no CUDA device"))]
+
+
+def run_device_check(slug: str, device: str, tmp_path: Path, *extra: str) -> tuple[int, dict | None]:
+    """Run benchmarks/<slug>_device_check.py's main at --tiny size on `device`: (exit code, its
+    JSON report, or None when it wrote none)."""
+    import importlib.util
+    import json
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / f"{slug}_device_check.py"
+    spec = importlib.util.spec_from_file_location(f"{slug}_device_check", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = tmp_path / f"{slug}_device_check.json"
+    code = module.main(["--device", device, "--tiny", "--out", str(out), *extra])
+    return code, json.loads(out.read_text()) if out.exists() else None

@@ -234,21 +234,11 @@ def parse_trace(trace: str) -> tuple[list[tuple[str, int]], int]:
     >>> parse_trace("c=1;d=3;#3")
     ([('c', 1), ('d', 3)], 3)
     """
-    if not isinstance(trace, str):
-        raise ValueError(f"a trace is a string, not {type(trace).__name__}")
-    if trace.count("#") != 1:
-        raise ValueError(f"unparsable trace {trace!r}: {trace.count('#')} '#' marks, expected exactly one")
-    body, answer = trace.split("#")
-    if len(answer) != 1 or answer not in D.DIGITS:
-        raise ValueError(f"unparsable trace {trace!r}: the answer {answer!r} after '#' is not one digit")
-    if body and not body.endswith(";"):
-        raise ValueError(f"unparsable trace {trace!r}: the steps before '#' do not end with ';'")
-    steps = []
-    for index, part in enumerate(body.split(";")[:-1] if body else []):
-        if len(part) != 3 or part[0] not in LETTERS or part[1] != "=" or part[2] not in D.DIGITS:
-            raise ValueError(f"unparsable trace {trace!r}: step {index + 1} {part!r} is not 'x=d'")
-        steps.append((part[0], int(part[2])))
-    return steps, int(answer)
+    def step(part: str) -> tuple[str, int] | None:
+        ok = len(part) == 3 and part[0] in LETTERS and part[1] == "=" and part[2] in D.DIGITS
+        return (part[0], int(part[2])) if ok else None
+
+    return D.parse_steps(trace, step, "'x=d'")
 
 
 def reward(prompt_answer: int, generated_text: str) -> float:

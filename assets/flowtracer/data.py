@@ -286,6 +286,15 @@ def parse_trace(trace: str) -> tuple[list[tuple[str, int]], int]:
     >>> parse_trace("A1;B8;#8")
     ([('A', 1), ('B', 8)], 8)
     """
+    def step(part: str) -> tuple[str, int] | None:
+        return (part[0], int(part[1])) if len(part) == 2 and part[0] in REGISTERS and part[1] in DIGITS else None
+
+    return parse_steps(trace, step, "a register and a digit")
+
+
+def parse_steps(trace: str, step: Callable[[str], tuple | None], what: str) -> tuple[list[tuple], int]:
+    """(steps, answer) of a trace `step;step;…;#d`, each step parsed by `step` (None: not a step,
+    which raises naming `what` a step should be); raises ValueError on anything else."""
     if not isinstance(trace, str):
         raise ValueError(f"a trace is a string, not {type(trace).__name__}")
     if trace.count("#") != 1:
@@ -297,9 +306,10 @@ def parse_trace(trace: str) -> tuple[list[tuple[str, int]], int]:
         raise ValueError(f"unparsable trace {trace!r}: the steps before '#' do not end with ';'")
     steps = []
     for index, part in enumerate(body.split(";")[:-1] if body else []):
-        if len(part) != 2 or part[0] not in REGISTERS or part[1] not in DIGITS:
-            raise ValueError(f"unparsable trace {trace!r}: step {index + 1} {part!r} is not a register and a digit")
-        steps.append((part[0], int(part[1])))
+        parsed = step(part)
+        if parsed is None:
+            raise ValueError(f"unparsable trace {trace!r}: step {index + 1} {part!r} is not {what}")
+        steps.append(parsed)
     return steps, int(answer)
 
 

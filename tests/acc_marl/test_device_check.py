@@ -1,29 +1,16 @@
 """The device-check script (issue 20) runs end to end; on the CPU its parity is exact, on CUDA within tolerance."""
 from __future__ import annotations
 
-import importlib.util
-import json
-from pathlib import Path
-
 import pytest
 import torch
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "acc_marl_device_check.py"
+from tests.conftest import DEVICES, run_device_check
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("acc_marl_device_check", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
-    not torch.cuda.is_available(), reason="no CUDA device"))])
+@pytest.mark.parametrize("device", DEVICES)
 def test_device_check_parity_and_speed(tmp_path, device):
-    out = tmp_path / "check.json"
-    assert _script().main(["--device", device, "--tiny", "--out", str(out)]) == 0
-    report = json.loads(out.read_text())
+    code, report = run_device_check("acc_marl", device, tmp_path)
+    assert code == 0
     parity = report["parity"]
     assert parity["ok"]
     if device == "cpu":          # same kernels on both sides: bit-identical forward, gradient and update
@@ -35,4 +22,5 @@ def test_device_check_parity_and_speed(tmp_path, device):
 def test_device_check_refuses_cuda_without_a_gpu(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("a CUDA device is present")
-    assert _script().main(["--device", "cuda", "--out", str(tmp_path / "x.json")]) == 2
+    code, report = run_device_check("acc_marl", "cuda", tmp_path)
+    assert code == 2 and report is None

@@ -14,7 +14,7 @@ from assets.dispat import method as M
 from assets.dispat import runs
 from assets.dispat.params import DispatParams
 from resources.profiles import load_params
-from tests.conftest import rerun
+from tests.conftest import DEVICES, rerun, run_device_check
 
 F = ("js", "kl", "chi2")
 P = np.array([0.4, 0.25, 0.15, 0.12, 0.08])
@@ -239,21 +239,11 @@ def test_report_shows_the_critic_rows_only_when_it_ran():
     assert report._critic_section(th[th["method"] != "dispat_critic"], rounds[rounds["f"] == "js"]) == []
 
 
-@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
-    not torch.cuda.is_available(), reason="no CUDA device"))])
+@pytest.mark.parametrize("device", DEVICES)
 def test_device_check_script_runs_and_cpu_parity_is_exact(tmp_path, device):
     """benchmarks/dispat_device_check.py (the gpu-machine check) end to end at tiny size."""
-    import importlib.util
-    import json
-    from pathlib import Path
-
-    script = Path(__file__).resolve().parents[2] / "benchmarks" / "dispat_device_check.py"
-    spec = importlib.util.spec_from_file_location("dispat_device_check", script)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    out = tmp_path / "check.json"
-    assert mod.main(["--device", device, "--tiny", "--out", str(out)]) == 0
-    found = json.loads(out.read_text())
+    code, found = run_device_check("dispat", device, tmp_path)
+    assert code == 0
     assert found["parity_ok"] and found["device_parse_rate"] == 1.0 and found["critic_round_finite"]
     if device == "cpu":
         assert found["score_max_rel_diff"] == 0.0 and found["sft_loss_rel_diff"] == 0.0

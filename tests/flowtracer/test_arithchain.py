@@ -12,6 +12,7 @@ from assets.flowtracer import arithchain as AC
 from assets.flowtracer import checks as C
 from assets.flowtracer import data as D
 from assets.flowtracer import tasks
+from tests.conftest import DEVICES, run_device_check
 
 RANGES = {"train": (3, 4), "val": (5, 6), "test": (5, 6), "rl": (3, 6), "rl_eval": (5, 6)}
 
@@ -180,21 +181,11 @@ def test_sft_flow_and_grpo_run_on_arithchain(data_dir):
         assert out["finite"] and len(out["steps"]) == 1
 
 
-@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
-    not __import__("torch").cuda.is_available(), reason="no CUDA device"))])
+@pytest.mark.parametrize("device", DEVICES)
 def test_device_check_script_runs_and_cpu_parity_is_exact(tmp_path, device):
     """benchmarks/flowtracer_device_check.py (the gpu-machine check) end to end at tiny size."""
-    import importlib.util
-    import json
-    from pathlib import Path
-
-    script = Path(__file__).resolve().parents[2] / "benchmarks" / "flowtracer_device_check.py"
-    spec = importlib.util.spec_from_file_location("flowtracer_device_check", script)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    out = tmp_path / "check.json"
-    assert mod.main(["--device", device, "--tiny", "--out", str(out)]) == 0
-    found = json.loads(out.read_text())
+    code, found = run_device_check("flowtracer", device, tmp_path)
+    assert code == 0
     assert found["parity_ok"] and found["grpo_flow_ok"] and found["grpo_finite"] and found["task"] == "ArithChain"
     if device == "cpu":
         assert found["logit_max_rel_diff"] == 0.0 and found["tau_max_abs_diff"] == 0.0
