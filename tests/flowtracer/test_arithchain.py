@@ -126,6 +126,20 @@ def test_the_gpu_profile_runs_arithchain_and_its_sequences_fit_the_context():
     assert longest_prompt + tasks.max_new(p.data) <= p.model.context
 
 
+@pytest.mark.parametrize("profile", ["smoke", "cpu", "gpu"])
+def test_every_profile_analyses_its_claim_band(profile):
+    """The claims are judged at the band of flow.layers (analysis.band_name), so the analysis must
+    compute it: flow.layers is one of flow.all_layer_bands, within the model's layers."""
+    from assets.common.params import parse
+    from assets.flowtracer import analysis as A
+    from assets.flowtracer.params import FlowtracerParams
+    from resources.profiles import load_params
+
+    p = parse(FlowtracerParams, load_params("flowtracer", profile), f"flowtracer.{profile}")
+    assert A.band_name(p.flow.layers) in {A.band_name(b) for b in p.flow.all_layer_bands}
+    assert all(0 <= i < p.model.n_layers for band in p.flow.all_layer_bands for i in band)
+
+
 def test_dataset_gate_checks_each_split_range_and_the_interpreter(frame):
     p = gpu_params()
     assert C.dataset_valid(frame, p).passed, C.dataset_valid(frame, p).message()
@@ -146,7 +160,7 @@ def test_dataset_gate_checks_each_split_range_and_the_interpreter(frame):
 def test_sft_flow_and_grpo_run_on_arithchain(data_dir):
     """Toy sizes: a few SFT steps, the flow analysis (conservation, mass) and one GRPO step per
     flow rule, all on the ArithChain vocabulary."""
-    from assets.flowtracer import runs
+    from assets.flowtracer import report, runs
     from tests.flowtracer.test_assets import smoke_params
 
     p = smoke_params()
@@ -172,6 +186,7 @@ def test_sft_flow_and_grpo_run_on_arithchain(data_dir):
                for b in flow["bands"])
     tokens = pd.DataFrame(flow["tokens"])
     assert set(tokens["kind"]) <= set("LEVS") and set(tokens["label"]) <= set("RDS")
+    evals, steps = [], []
     for rule in ("flowtracer", "uniform"):
         out = runs.grpo_job({"params": p, "method": rule, "rule": rule, "fraction": 0.4, "layers": (1, 2),
                              "seed": 0, "seed_index": 0, "threads": 1, "checkpoint": ref,
@@ -179,6 +194,20 @@ def test_sft_flow_and_grpo_run_on_arithchain(data_dir):
                              "rl_eval": runs.split(frame, "rl_eval").to_dict("records"),
                              "path": str(data_dir / f"grpo_{rule}"), "provenance": provenance})
         assert out["finite"] and len(out["steps"]) == 1
+        evals += out["evals"]
+        steps += out["steps"]
+    # the report on ArithChain: its setup line, and hubs counted by ArithChain's structural kinds
+    seed = {"seed": 0, "sft_seed": 0, "in_band": True, "val_accuracy": sft["curve"][-1]["val_accuracy"],
+            "test_prompts": len(problems),
+            **{k: sft[k] for k in ("steps", "curve", "checkpoint", "md5", "test_accuracy")}}
+    calibration = {"seeds": [seed]}
+    built = report.build_report(tokens.assign(seed=0), pd.DataFrame(flow["masking"]).assign(seed=0),
+                                pd.DataFrame(evals), pd.DataFrame(steps), runs.sft_checkpoints(calibration),
+                                calibration, p, 0)
+    assert "ArithChain (assignment chains mod 10: depth 3–4 for SFT, 5–6 held out, 1–3 distractor steps)" in built.body
+    hubs = next(c for c in built.claims if c.claim_id == "hubs")
+    assert hubs.measured_value.startswith("odds ratio of a `=` or variable letter or separator `;` in the top 40%")
+    assert "`=` " in hubs.detail and "value digit" not in hubs.detail
 
 
 @pytest.mark.parametrize("device", DEVICES)
