@@ -123,3 +123,21 @@ def test_unsound_flow_stops_the_rl_runs(run, tmp_path, monkeypatch):
 
 def test_score_rules_are_the_masking_rules():
     assert {"flow", "random", "bottom"} <= set(analysis.SCORE_RULES)
+
+
+def test_the_group_runs_on_arithchain_through_its_gates(run, tmp_path):
+    """The gpu profile's task through the Dagster wiring at smoke size: the dataset stream, every
+    blocking gate (dataset, calibration, checkpoints on ArithChain's vocabulary, conservation,
+    GRPO runs) and the report."""
+    on = {"flowtracer": {"data": {"task": "arithchain", "min_ops": 3, "max_ops": 4, "held_out_ops": [5, 6]},
+                         "model": {"context": 112}}}
+    names = ["trace_dataset", "sft_steps", "sft_checkpoints", "flow_annotations", "flow_validation", "grpo_runs",
+             "benchmark_report"]
+    seen = rerun(run, names, tmp_path / "data", params_overrides=on)
+    gates = {k: v for k, v in seen["checks"].items() if not k.startswith("claim_")}
+    assert seen["success"] and len(gates) == 5 and all(gates.values()), seen["checks"]
+    frame = pd.read_parquet(tmp_path / "data" / "flowtracer" / "trace_dataset.parquet")
+    assert frame["prompt"].str.contains("*", regex=False).any()
+    assert set(frame.loc[frame["split"] == "test", "n_ops"]) <= {5, 6}
+    text = (tmp_path / "data" / "reports" / "flowtracer" / "REPORT.md").read_text()
+    assert "ArithChain (assignment chains mod 10" in text
