@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     from assets.flowtracer import analysis as A
     from assets.flowtracer import method as M
     from assets.flowtracer import policy as P
-    from assets.flowtracer import runs
+    from assets.flowtracer import runs, tasks
     from assets.flowtracer.params import FlowtracerParams
     from resources.profiles import load_params
 
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     n = 12 if args.tiny else 256
     data = dataclasses.replace(p.data, train=200 if args.tiny else 4000, val=8, test=n, rl=4 * n, rl_eval=8)
     p = dataclasses.replace(p, data=data)
-    task = runs.task_of(p)
+    task = tasks.get(p.data.task)
     frame = runs.dataset(p, np.random.default_rng(0))
     test = runs.split(frame, "test")
     out: dict = {"device": args.device, "task": task.NAME, "model": dataclasses.asdict(p.model), "problems": n}

@@ -25,6 +25,7 @@ import torch
 from assets.common.params import parse
 from assets.flowtracer import policy as P
 from assets.flowtracer import runs as R
+from assets.flowtracer import tasks
 from assets.flowtracer.params import FlowtracerParams
 from resources.profiles import load_params
 
@@ -52,7 +53,7 @@ def main() -> None:
         sizes = {k: getattr(p.data, k) for k in ("train", "val", "test", "rl", "rl_eval")}
         p = dataclasses.replace(p, data=dataclasses.replace(gpu.data, **sizes),
                                 model=dataclasses.replace(p.model, context=gpu.model.context))
-    task = R.task_of(p)
+    task = tasks.get(p.data.task)
     frame = R.dataset(p, np.random.default_rng(1234))
     train, val = R.split(frame, "train"), R.split(frame, "val").head(args.val)
     rl = R.split(frame, "rl")

@@ -9,7 +9,7 @@ from assets.common.report import Report, markdown_table
 from assets.flowtracer import analysis as A
 from assets.flowtracer import benchmark as B
 from assets.flowtracer import tasks
-from assets.flowtracer.params import DataParams, FlowtracerParams
+from assets.flowtracer.params import FlowtracerParams
 
 
 def curves(evals: pd.DataFrame) -> pd.DataFrame:
@@ -82,15 +82,6 @@ def credit_figure(tokens: pd.DataFrame, band: str, problems: int = 4):
     return fig
 
 
-def task_setup(d: DataParams) -> str:
-    """One phrase naming the profile's task and its problem sizes."""
-    if d.task == "regtrace":
-        return f"RegTrace (registers A–C, {d.min_ops}–{d.max_ops} ops mod 10, a query)"
-    ranges = tasks.split_ranges(d)
-    return (f"ArithChain (assignment chains mod 10: depth {'–'.join(map(str, ranges['train']))} for SFT, "
-            f"{'–'.join(map(str, ranges['test']))} held out, {'–'.join(map(str, d.distractors))} distractor steps)")
-
-
 def build_report(tokens: pd.DataFrame, masking: pd.DataFrame, evals: pd.DataFrame, steps: pd.DataFrame,
                  checkpoints: pd.DataFrame, calibration: dict, params: FlowtracerParams, base_seed: int,
                  step_times: pd.DataFrame | None = None) -> Report:
@@ -118,7 +109,7 @@ def build_report(tokens: pd.DataFrame, masking: pd.DataFrame, evals: pd.DataFram
     g = params.grpo
     body = [
         "## Setup", "",
-        f"{task_setup(params.data)}, a TinyLM "
+        f"{tasks.describe(params.data)}, a TinyLM "
         f"({params.model.n_layers} layers, d = {params.model.d_model}, {params.model.n_heads} heads, untied "
         f"embeddings, {params.model.positional} positions) trained by SFT, each seed for its calibrated steps "
         f"(the first {params.sft.snapshot_every}-step snapshot with greedy validation accuracy in "

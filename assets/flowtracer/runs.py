@@ -38,11 +38,6 @@ def max_new(p: FlowtracerParams) -> int:
     return tasks.max_new(p.data)
 
 
-def task_of(p: FlowtracerParams):
-    """The module of the profile's task (assets.flowtracer.tasks)."""
-    return tasks.get(p.data.task)
-
-
 def load_policy(ref: dict, task, device: str = "cpu"):
     """The TinyLM of a checkpoint reference, on `device`; raises when it was trained on another
     vocabulary than `task`'s."""
@@ -88,7 +83,7 @@ def sft_job(job: dict, log: Log | None = None) -> dict:
     from resources.artifacts import save_checkpoint
 
     p: FlowtracerParams = job["params"]
-    task = task_of(p)
+    task = tasks.get(p.data.task)
     torch.set_num_threads(job["threads"])
     torch.manual_seed(job["seed"])
     model = P.build_model(**model_config(p), task=task).to(job.get("device", "cpu"))   # seeded on the CPU
@@ -174,7 +169,7 @@ def flow_job(job: dict) -> dict:
     from assets.flowtracer import analysis as A
 
     p: FlowtracerParams = job["params"]
-    task = task_of(p)
+    task = tasks.get(p.data.task)
     torch.set_num_threads(job["threads"])
     model = load_policy(job["checkpoint"], task, job.get("device", "cpu"))
     problems = pd.DataFrame(job["problems"])
@@ -228,7 +223,7 @@ def grpo_job(job: dict) -> dict:
     from resources.artifacts import save_checkpoint
 
     p: FlowtracerParams = job["params"]
-    task = task_of(p)
+    task = tasks.get(p.data.task)
     g = p.grpo
     torch.set_num_threads(job["threads"])
     torch.manual_seed(job["seed"])

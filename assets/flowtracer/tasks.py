@@ -15,7 +15,6 @@ from assets.flowtracer import arithchain, data
 from assets.flowtracer.params import DataParams
 
 TASKS: dict[str, ModuleType] = {"regtrace": data, "arithchain": arithchain}
-SPLITS = data.SPLITS
 
 
 def get(name: str) -> ModuleType:
@@ -56,3 +55,12 @@ def max_new(d: DataParams) -> int:
     if d.task == "regtrace":
         return data.max_new(longest)
     return arithchain.max_new(longest + d.distractors[1])
+
+
+def describe(d: DataParams) -> str:
+    """One phrase naming the task and its problem sizes (the report's setup line)."""
+    if d.task == "regtrace":
+        return f"RegTrace (registers A–C, {d.min_ops}–{d.max_ops} ops mod 10, a query)"
+    ranges = split_ranges(d)
+    return (f"ArithChain (assignment chains mod 10: depth {'–'.join(map(str, ranges['train']))} for SFT, "
+            f"{'–'.join(map(str, ranges['test']))} held out, {'–'.join(map(str, d.distractors))} distractor steps)")
