@@ -87,7 +87,8 @@ def pretrained_lm(context: dg.AssetExecutionContext, corpus: pd.DataFrame, vocab
                   artifacts: ArtifactsResource) -> dict:
     seed = compute.seed_for(paper.slug, "pretrain")
     value = runs.pretrain(corpus, vocab, paper.params(compute), seed, compute.torch,
-                          _saver(compute, artifacts, "pretrained_lm", seed), context.log.info)
+                          _saver(compute, artifacts, "pretrained_lm", seed), context.log.info,
+                          compute.resolved_device())
     artifacts.record_timings(paper.slug, "pretrained_lm", pd.DataFrame([{"seconds": value.pop("seconds")}]))
     context.add_output_metadata({"final_loss": value["final_loss"]})
     return value
@@ -100,7 +101,7 @@ def sft_checkpoint(context: dg.AssetExecutionContext, instruction_dataset: pd.Da
     seed = compute.seed_for(paper.slug, "sft")
     pairs = instruction_dataset[instruction_dataset["split"] == "sft"]
     value = runs.sft(pairs, pretrained_lm, vocab, paper.params(compute), seed, compute.torch,
-                     _saver(compute, artifacts, "sft_checkpoint", seed), context.log.info)
+                     _saver(compute, artifacts, "sft_checkpoint", seed), context.log.info, compute.resolved_device())
     artifacts.record_timings(paper.slug, "sft_checkpoint", pd.DataFrame([{"seconds": value.pop("seconds")}]))
     context.add_output_metadata({"final_loss": value["final_loss"]})
     return value
@@ -111,7 +112,7 @@ def sft_checkpoint(context: dg.AssetExecutionContext, instruction_dataset: pd.Da
 def difficulty(context: dg.AssetExecutionContext, sft_checkpoint: dict, instruction_dataset: pd.DataFrame,
                vocab: dict, compute: ComputeResource) -> pd.DataFrame:
     frame = runs.difficulty(sft_checkpoint, instruction_dataset, vocab, paper.params(compute),
-                            compute.seed_for(paper.slug, "difficulty"), compute.torch)
+                            compute.seed_for(paper.slug, "difficulty"), compute.torch, compute.resolved_device())
     by_count = frame.groupby("n_constraints")[["ila_greedy", "cla_greedy"]].mean().reset_index()
     context.log.info(f"warm-start ILA {frame['ila_greedy'].mean():.3f}, CLA {frame['cla_greedy'].mean():.3f}")
     context.add_output_metadata({"ila": float(frame["ila_greedy"].mean()),
@@ -131,7 +132,8 @@ def rl_runs(context: dg.AssetExecutionContext, difficulty: pd.DataFrame, sft_che
     table, evals, steps, rollouts = runs.rl_runs(
         sft_checkpoint, instruction_dataset, vocab, p, lambda *k: compute.seed_for(paper.slug, *k),
         lambda name: artifacts.checkpoint_path(paper.slug, name), compute.provenance(paper.slug),
-        compute.workers(len(p.methods) * len(p.seeds), p.workers), spawn_imap, context.log.info)
+        compute.workers(len(p.methods) * len(p.seeds), p.workers), spawn_imap, context.log.info,
+        compute.resolved_device())
     artifacts.record_timings(paper.slug, "rl_steps", steps[["method", "seed", "step", *STEP_TIMES]])
     artifacts.record_timings(paper.slug, "rl_runs", table[["method", "seed", "seconds"]])
     base = artifacts.paper_dir(paper.slug) / "rl"

@@ -13,6 +13,13 @@ RL objective (one epoch of PPO-clip per batch, `minibatches` Adam steps):
 
 where for an HiR replay q_i = q' and π_old(y_t | ·) = π_old(y_t | q) copied from the original
 (ratio "copied", the reference code) or recomputed under q' ("onpolicy", the ablation).
+
+Device: the model's (its parameters'). Forward and backward passes and sampling run there;
+batches are built, checked and indexed on the CPU (numpy and the CPU torch generators drive
+every draw: on another device sampling draws from a device generator seeded from the CPU
+stream: sampling_generator), and the per-response bookkeeping of a step (old
+and reference log-probs, masks, entropies, advantages) stays on the CPU. On the CPU every
+transfer is a no-op: the same operations on the same tensors as before devices existed.
 """
 from __future__ import annotations
 
@@ -56,8 +63,19 @@ METHOD_SPECS = {
 # ----------------------------------------------------------------------------- model helpers
 
 def build_model(vocab_size: int, n_layers: int, d_model: int, n_heads: int, context: int) -> TinyLM:
+    """A TinyLM on the CPU, initialised from torch's global CPU stream (move it with `.to`)."""
     return TinyLM(TinyLMConfig(vocab_size=vocab_size, d_model=d_model, n_heads=n_heads, n_layers=n_layers,
                                context=context))
+
+
+def sampling_generator(generator: torch.Generator, device: torch.device) -> torch.Generator:
+    """The generator sampling draws from: `generator` itself on the CPU; on another device one
+    of that device seeded from `generator` (torch samples there only from a device generator).
+    The same rule as flowtracer's (assets/flowtracer/method.py)."""
+    if device.type == "cpu":
+        return generator
+    seed = int(torch.randint(0, 2**62, (1,), generator=generator))
+    return torch.Generator(device=device).manual_seed(seed)
 
 
 def check_ids(ids: torch.Tensor, vocab_size: int) -> None:
@@ -71,7 +89,8 @@ def sequence_logprobs(model: TinyLM, prompts: Sequence[Sequence[int]], responses
 
     prompts: N id lists (left-padded together); responses: N id lists (right-padded to the
     longest). Returns (logp (N, T), entropy (N, T) of the predictive distribution in nats, or
-    zeros, mask (N, T) bool of real response tokens)."""
+    zeros, mask (N, T) bool of real response tokens), on the model's device (the ids are
+    padded and checked on the CPU, then moved)."""
     ptoks, pmask = left_pad([list(p) for p in prompts], pad)
     width = max(1, max(len(r) for r in responses))
     rtoks = torch.full((len(responses), width), pad, dtype=torch.long)
@@ -83,6 +102,8 @@ def sequence_logprobs(model: TinyLM, prompts: Sequence[Sequence[int]], responses
     tokens = torch.cat([ptoks, rtoks], dim=1)
     check_ids(tokens, model.config.vocab_size)
     mask = torch.cat([pmask, rmask], dim=1)
+    device = next(model.parameters()).device
+    tokens, mask, rtoks, rmask = (t.to(device) for t in (tokens, mask, rtoks, rmask))
     positions = positions_of(mask)
     out = model(tokens[:, :-1], key_mask=mask[:, :-1], positions=positions[:, :-1])
     p = ptoks.shape[1]
@@ -112,17 +133,20 @@ def lm_batches(sequences: Sequence[Sequence[int]], loss_from: Sequence[int], bat
 def train_lm(model: TinyLM, sequences: Sequence[Sequence[int]], loss_from: Sequence[int], steps: int,
              batch_size: int, lr: float, rng: np.random.Generator, pad: int,
              log: Callable[[str], None] | None = None) -> list[float]:
-    """Next-token cross-entropy (nats/token) on the masked positions, Adam; returns the losses."""
+    """Next-token cross-entropy (nats/token) on the masked positions, Adam; returns the losses.
+    Batches are drawn (from `rng`) and checked on the CPU, then moved to the model's device."""
     if not sequences:
         raise ValueError("no training sequences")
     for seq in sequences:
         if len(seq) > model.config.context:
             raise ValueError(f"a sequence of {len(seq)} tokens exceeds the context {model.config.context}")
+    device = next(model.parameters()).device
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     losses = []
     model.train()
     for step, (tokens, target) in enumerate(lm_batches(sequences, loss_from, batch_size, steps, rng, pad)):
         check_ids(tokens, model.config.vocab_size)
+        tokens, target = tokens.to(device), target.to(device)
         logits = model(tokens[:, :-1]).logits
         loss = F.cross_entropy(logits[target], tokens[:, 1:][target])
         opt.zero_grad()
@@ -188,16 +212,20 @@ class Rollouts:
 
 def sample_responses(model: TinyLM, prompts: Sequence[Prompt], per_prompt: int, vocab: Vocab, max_new: int,
                      temperature: float, generator: torch.Generator, greedy: bool = False) -> Rollouts:
-    """per_prompt responses for each prompt (prompt-major order), scored by the checkers."""
+    """per_prompt responses for each prompt (prompt-major order), scored by the checkers.
+    Generated on the model's device; `generator` is a CPU generator (on another device the
+    sampling draws from a device generator seeded from it; greedy decoding draws nothing)."""
     if not prompts:
         raise ValueError("an empty batch of prompts")
     index = [i for i in range(len(prompts)) for _ in range(per_prompt)]
     ptoks, pmask = left_pad([list(prompts[i].ids) for i in index], vocab.pad)
     check_ids(ptoks, model.config.vocab_size)
-    samples = generate(model, ptoks, pmask, max_new, eos=vocab.eos, pad=vocab.pad, temperature=temperature,
-                       greedy=greedy, generator=generator)
+    device = next(model.parameters()).device
+    samples = generate(model, ptoks.to(device), pmask.to(device), max_new, eos=vocab.eos, pad=vocab.pad,
+                       temperature=temperature, greedy=greedy,
+                       generator=generator if greedy else sampling_generator(generator, device))
     out = Rollouts()
-    completion, cmask = samples.completion, samples.completion_mask
+    completion, cmask = samples.completion.cpu(), samples.completion_mask.cpu()
     for row, i in enumerate(index):
         ids = completion[row][cmask[row]].tolist()
         tokens = vocab.decode(ids)
@@ -216,7 +244,8 @@ def evaluate(model: TinyLM, ref: TinyLM, prompts: Sequence[Prompt], vocab: Vocab
              batch: int = 256, with_kl: bool = True) -> dict[str, np.ndarray]:
     """Per test prompt: greedy sparse/dense (ILA/CLA), one temperature-1 sample's sparse/dense,
     the sample's KL estimate Σ_t log π_θ − log π_ref (nats; NaN unless with_kl) and its length
-    (tokens)."""
+    (tokens). model and ref on one device; the sampling noise comes from a CPU generator seeded
+    with `seed`."""
     out = {k: [] for k in ("ila_greedy", "cla_greedy", "ila_sample", "cla_sample", "kl_sample", "len_sample",
                            "len_greedy")}
     generator = torch.Generator().manual_seed(seed)
@@ -247,7 +276,7 @@ def evaluate(model: TinyLM, ref: TinyLM, prompts: Sequence[Prompt], vocab: Vocab
 @dataclass
 class StepItem:
     """One training sequence of a step: prompt ids, response ids, reward, group, old/ref
-    log-probs (T,), replay flag and log fields."""
+    log-probs (T,) (CPU tensors, T = response length), replay flag and log fields."""
 
     prompt_ids: list[int]
     response_ids: list[int]
@@ -286,7 +315,8 @@ def collect(policy: TinyLM, ref: TinyLM, prompts: Sequence[Prompt], method: Meth
             generator: torch.Generator, rng: np.random.Generator) -> tuple[list[StepItem], dict, list[dict]]:
     """Generate, score and (for HiR) select, rewrite and append replays: (items, stats, log rows).
     Items are prompt-major generated responses, then the replays (each right after its group's
-    generations in the group-id sense: same `group`)."""
+    generations in the group-id sense: same `group`). The passes run on the policy's device;
+    their log-probs, entropies and masks come back to the CPU once per pass."""
     B, n, g = len(prompts), p.group_size, p.generated
     if B == 0:
         raise ValueError("an RL step needs a non-empty batch of prompts")
@@ -309,8 +339,9 @@ def collect(policy: TinyLM, ref: TinyLM, prompts: Sequence[Prompt], method: Meth
     t_gen = time.perf_counter()
     pids = [list(prompts[i].ids) for i in rolls.prompt]
     with torch.no_grad():
-        old, entropy, mask = sequence_logprobs(policy, pids, rolls.ids, vocab.pad, with_entropy=True)
-        ref_lp, _, _ = sequence_logprobs(ref, pids, rolls.ids, vocab.pad)
+        old, entropy, mask = (t.cpu() for t in sequence_logprobs(policy, pids, rolls.ids, vocab.pad,
+                                                                 with_entropy=True))
+        ref_lp = sequence_logprobs(ref, pids, rolls.ids, vocab.pad)[0].cpu()
     t_lp = time.perf_counter()
     scores_sel = np.full(generated, np.nan)
     chosen = np.zeros(0, dtype=int)
@@ -348,7 +379,8 @@ def collect(policy: TinyLM, ref: TinyLM, prompts: Sequence[Prompt], method: Meth
         q_primes = [encode_instruction(vocab, prompts[rolls.prompt[r.source]].question, r.kept,
                                        prompts[rolls.prompt[r.source]].q_type) for r in replays]
         with torch.no_grad():
-            under_q_prime, _, _ = sequence_logprobs(policy, q_primes, [rolls.ids[r.source] for r in replays], vocab.pad)
+            under_q_prime = sequence_logprobs(policy, q_primes, [rolls.ids[r.source] for r in replays],
+                                              vocab.pad)[0].cpu()
         for j, r in enumerate(replays):
             src = items[r.source]
             length = len(src.response_ids)
@@ -376,7 +408,9 @@ def collect(policy: TinyLM, ref: TinyLM, prompts: Sequence[Prompt], method: Meth
 
 def ppo_update(policy: TinyLM, opt: torch.optim.Optimizer, items: Sequence[StepItem], p, rng: np.random.Generator,
                pad: int) -> tuple[float, float]:
-    """KL-penalised rewards, advantages, one PPO epoch over `minibatches`; (mean KL, mean loss)."""
+    """KL-penalised rewards, advantages, one PPO epoch over `minibatches`; (mean KL, mean loss).
+    Rewards and advantages on the CPU; each mini-batch's old log-probs and advantages are moved
+    to the policy's device for its loss."""
     kl = torch.tensor([float((it.old - it.ref).sum()) for it in items])
     rewards = torch.tensor([it.score for it in items]) - p.kl_coef * kl
     groups = torch.tensor([it.group for it in items])
@@ -389,10 +423,11 @@ def ppo_update(policy: TinyLM, opt: torch.optim.Optimizer, items: Sequence[StepI
         chunk_items = [items[i] for i in chunk]
         logp, _, m = sequence_logprobs(policy, [it.prompt_ids for it in chunk_items],
                                        [it.response_ids for it in chunk_items], pad)
-        old_t = torch.zeros_like(logp)
+        old_t = torch.zeros_like(logp, device="cpu")
         for row, it in enumerate(chunk_items):
             old_t[row, :len(it.old)] = it.old
-        loss = clipped_policy_loss(logp, old_t, advantages[torch.as_tensor(chunk)], m, clip=p.clip)
+        loss = clipped_policy_loss(logp, old_t.to(logp.device), advantages[torch.as_tensor(chunk)].to(logp.device),
+                                   m, clip=p.clip)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(policy.parameters(), p.grad_clip)

@@ -3,6 +3,10 @@
 Training runs (pretraining, SFT, RL method × seed) write torch state_dicts with JSON sidecars
 (resources.artifacts); the RL runs are independent jobs over spawned worker processes
 (assets.common.parallel.spawn_imap), each seeding its own generators.
+
+Every torch workload (pretraining, SFT, evaluation, RL collection and updates) runs on `device`
+("cpu" or "cuda": compute.resolved_device()): models are built and seeded on the CPU, then
+moved; checkpoints are saved from CPU tensors (cpu_state) and loaded on the CPU, then moved.
 """
 from __future__ import annotations
 
@@ -74,8 +78,9 @@ def _model_config(p: HirParams, vocab_size: int) -> dict:
             "n_heads": p.model.n_heads, "context": p.model.context}
 
 
-def load_policy(checkpoint: dict, vocab_value: dict):
-    """The TinyLM of a checkpoint; raises if its vocabulary is not `vocab_value`'s."""
+def load_policy(checkpoint: dict, vocab_value: dict, device: str = "cpu"):
+    """The TinyLM of a checkpoint, on `device` (loaded on the CPU, then moved); raises if its
+    vocabulary is not `vocab_value`'s."""
     from assets.hir import rl
     from resources.artifacts import load_checkpoint
 
@@ -87,35 +92,42 @@ def load_policy(checkpoint: dict, vocab_value: dict):
     model = rl.build_model(**sidecar["config"])
     model.load_state_dict(state)
     model.eval()
-    return model
+    return model.to(device)
+
+
+def cpu_state(model) -> dict:
+    """The model's state dict on the CPU (checkpoints are device-free; the same tensors on the CPU)."""
+    return {k: v.cpu() for k, v in model.state_dict().items()}
 
 
 def pretrain(corpus_frame: pd.DataFrame, vocab_value: dict, p: HirParams, seed: int, torch_for, save,
-             log: Callable[[str], None]) -> dict:
-    """LM pretraining on "<bos> sentence <eos>"; save(state, config, extra) → checkpoint ref."""
+             log: Callable[[str], None], device: str = "cpu") -> dict:
+    """LM pretraining on "<bos> sentence <eos>" on `device` (the model initialised on the CPU);
+    save(state, config, extra) → checkpoint ref (extra carries the device)."""
     from assets.hir import rl
 
     torch_for(seed, p.threads)
     v = D.Vocab(vocab_value["tokens"])
     seqs = [[v.bos, *v.encode(t.split()), v.eos] for t in corpus_frame["text"]]
-    model = rl.build_model(**_model_config(p, len(v)))
+    model = rl.build_model(**_model_config(p, len(v))).to(device)     # seeded on the CPU
     start = time.perf_counter()
     losses = rl.train_lm(model, seqs, [1] * len(seqs), p.pretrain.steps, p.pretrain.batch_size, p.pretrain.lr,
                          np.random.default_rng(seed), v.pad, log)
     final = float(np.mean(losses[-max(1, len(losses) // 10):]))
-    ref = save(model.state_dict(), _model_config(p, len(v)), {"final_loss": final, "vocab_md5": vocab_value["md5"]})
+    ref = save(cpu_state(model), _model_config(p, len(v)),
+               {"final_loss": final, "vocab_md5": vocab_value["md5"], "device": device})
     return {**ref, "final_loss": final, "sentences": len(seqs), "seconds": time.perf_counter() - start}
 
 
 def sft(pairs: pd.DataFrame, pretrained: dict, vocab_value: dict, p: HirParams, seed: int, torch_for, save,
-        log: Callable[[str], None]) -> dict:
-    """SFT on (instruction, response) pairs, loss on the response and <eos>."""
+        log: Callable[[str], None], device: str = "cpu") -> dict:
+    """SFT on (instruction, response) pairs, loss on the response and <eos>, on `device`."""
     from assets.hir import rl
     from assets.hir.constraints import parse_criteria
 
     torch_for(seed, p.threads)
     v = D.Vocab(vocab_value["tokens"])
-    model = load_policy(pretrained, vocab_value)
+    model = load_policy(pretrained, vocab_value, device)
     seqs, starts = [], []
     for row in pairs.itertuples(index=False):
         prompt = rl.encode_instruction(v, str(row.question).split(), parse_criteria(list(row.criteria)), row.q_type)
@@ -125,18 +137,20 @@ def sft(pairs: pd.DataFrame, pretrained: dict, vocab_value: dict, p: HirParams, 
     losses = rl.train_lm(model, seqs, starts, p.sft.steps, p.sft.batch_size, p.sft.lr, np.random.default_rng(seed),
                          v.pad, log)
     final = float(np.mean(losses[-max(1, len(losses) // 10):]))
-    ref = save(model.state_dict(), _model_config(p, len(v)), {"final_loss": final, "vocab_md5": vocab_value["md5"]})
+    ref = save(cpu_state(model), _model_config(p, len(v)),
+               {"final_loss": final, "vocab_md5": vocab_value["md5"], "device": device})
     return {**ref, "final_loss": final, "pairs": len(seqs), "seconds": time.perf_counter() - start}
 
 
 def difficulty(sft_checkpoint: dict, dataset: pd.DataFrame, vocab_value: dict, p: HirParams, seed: int,
-               torch_for) -> pd.DataFrame:
-    """Warm-start (SFT) test metrics per prompt (greedy and one sample) with n_constraints."""
+               torch_for, device: str = "cpu") -> pd.DataFrame:
+    """Warm-start (SFT) test metrics per prompt (greedy and one sample) with n_constraints,
+    evaluated on `device`."""
     from assets.hir import rl
 
     torch_for(seed, p.threads)
     v = D.Vocab(vocab_value["tokens"])
-    model = load_policy(sft_checkpoint, vocab_value)
+    model = load_policy(sft_checkpoint, vocab_value, device)
     test = dataset[dataset["split"] == "test"]
     prompts = rl.make_prompts(test, v)
     metrics = rl.evaluate(model, model, prompts, v, p.rl.max_new, seed)
@@ -147,8 +161,9 @@ def difficulty(sft_checkpoint: dict, dataset: pd.DataFrame, vocab_value: dict, p
 
 
 def rl_job(job: dict) -> dict:
-    """One method × seed RL run in a worker process: train to the budget, save the checkpoint,
-    return steps, rollouts and per-prompt evaluations as records (plain Python)."""
+    """One method × seed RL run in a worker process (or in this one): train to the budget on
+    job["device"] (policy and reference loaded on the CPU, then moved), save the checkpoint
+    from the CPU, return steps, rollouts and per-prompt evaluations as records (plain Python)."""
     import torch
 
     from assets.hir import rl
@@ -159,8 +174,9 @@ def rl_job(job: dict) -> dict:
     p = job["params"]
     vocab_value = job["vocab"]
     v = D.Vocab(vocab_value["tokens"])
-    policy = load_policy(job["sft"], vocab_value)
-    reference = load_policy(job["sft"], vocab_value)
+    device = job.get("device", "cpu")
+    policy = load_policy(job["sft"], vocab_value, device)
+    reference = load_policy(job["sft"], vocab_value, device)
     for param in reference.parameters():
         param.requires_grad_(False)
     train = rl.make_prompts(pd.DataFrame(job["train"]), v)
@@ -168,8 +184,8 @@ def rl_job(job: dict) -> dict:
     start = time.perf_counter()
     out = rl.run_rl(policy, reference, train, test, rl.METHOD_SPECS[job["method"]], v, p.rl, job["seed"])
     seconds = time.perf_counter() - start
-    ref = save_checkpoint(Path(job["path"]), policy.state_dict(), provenance=job["provenance"],
-                          config=_model_config(p, len(v)), seed=job["seed"], method=job["method"],
+    ref = save_checkpoint(Path(job["path"]), cpu_state(policy), provenance=job["provenance"],
+                          config=_model_config(p, len(v)), seed=job["seed"], device=device, method=job["method"],
                           vocab_md5=vocab_value["md5"])
     finite = all(bool(torch.isfinite(t).all()) for t in policy.state_dict().values())
     evals = []
@@ -186,9 +202,9 @@ def rl_job(job: dict) -> dict:
 
 
 def rl_runs(sft_checkpoint: dict, dataset: pd.DataFrame, vocab_value: dict, p: HirParams, seed_for,
-            checkpoint_path, provenance: dict, workers: int, spawn_imap, log: Callable[[str], None]
-            ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Every method × seed: (runs, evals, steps, rollouts) tables."""
+            checkpoint_path, provenance: dict, workers: int, spawn_imap, log: Callable[[str], None],
+            device: str = "cpu") -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Every method × seed on `device`: (runs, evals, steps, rollouts) tables."""
     from assets.common.progress import Progress
 
     cols = ["prompt_id", "question", "criteria", "q_type"]
@@ -198,7 +214,7 @@ def rl_runs(sft_checkpoint: dict, dataset: pd.DataFrame, vocab_value: dict, p: H
     test_records = [{**r, "criteria": list(r["criteria"])} for r in test.to_dict("records")]
     jobs = [{"method": m, "seed": int(seed_for("rl", s)), "seed_index": s, "params": p, "vocab": vocab_value,
              "sft": sft_checkpoint, "train": train_records, "test": test_records, "threads": p.threads,
-             "path": str(checkpoint_path(f"rl_{m}_seed{s}")), "provenance": provenance}
+             "device": device, "path": str(checkpoint_path(f"rl_{m}_seed{s}")), "provenance": provenance}
             for s in p.seeds for m in p.methods]
     progress = Progress(log, len(jobs), "rl runs")
     runs, evals, steps, rollouts = [], [], [], []
