@@ -27,7 +27,7 @@ import torch
 
 from assets.common.tiny_lm.grpo import clipped_policy_loss, group_advantages
 from assets.common.tiny_lm.model import TinyLM
-from assets.common.tiny_lm.sampling import generate, left_pad
+from assets.common.tiny_lm.sampling import generate, left_pad, sampling_generator
 from assets.flowtracer import data as D
 from assets.flowtracer import flow as FL
 from assets.flowtracer.policy import completion_text, prompt_ids
@@ -162,15 +162,6 @@ def rule_scores(rule: str, attn: torch.Tensor | None, entropy: torch.Tensor, bat
     # without flow a rollout keeps γ ≡ 1: give every position the same score and no top set
     tau[~has_flow] = torch.nan
     return (tau if rule == "flowtracer" else -tau), info
-
-
-def sampling_generator(generator: torch.Generator, device: torch.device) -> torch.Generator:
-    """The generator sampling draws from: `generator` itself on the CPU; on another device one
-    of that device seeded from `generator` (torch samples there only from a device generator)."""
-    if device.type == "cpu":
-        return generator
-    seed = int(torch.randint(0, 2**62, (1,), generator=generator))
-    return torch.Generator(device=device).manual_seed(seed)
 
 
 def grpo_step(policy: TinyLM, opt: torch.optim.Optimizer, problems: Sequence[tuple[str, int]], rule: str, *,

@@ -17,7 +17,7 @@ where for an HiR replay q_i = q' and π_old(y_t | ·) = π_old(y_t | q) copied f
 Device: the model's (its parameters'). Forward and backward passes and sampling run there;
 batches are built, checked and indexed on the CPU (numpy and the CPU torch generators drive
 every draw: on another device sampling draws from a device generator seeded from the CPU
-stream: sampling_generator), and the per-response bookkeeping of a step (old
+stream: tiny_lm.sampling.sampling_generator), and the per-response bookkeeping of a step (old
 and reference log-probs, masks, entropies, advantages) stays on the CPU. On the CPU every
 transfer is a no-op: the same operations on the same tensors as before devices existed.
 """
@@ -34,7 +34,7 @@ from torch.nn import functional as F
 
 from assets.common.tiny_lm import TinyLM, TinyLMConfig
 from assets.common.tiny_lm.grpo import clipped_policy_loss, group_advantages
-from assets.common.tiny_lm.sampling import generate, left_pad, positions_of
+from assets.common.tiny_lm.sampling import generate, left_pad, positions_of, sampling_generator
 from assets.hir import replay as R
 from assets.hir.constraints import Constraint, judge, parse_criteria, render
 from assets.hir.data import Vocab
@@ -66,16 +66,6 @@ def build_model(vocab_size: int, n_layers: int, d_model: int, n_heads: int, cont
     """A TinyLM on the CPU, initialised from torch's global CPU stream (move it with `.to`)."""
     return TinyLM(TinyLMConfig(vocab_size=vocab_size, d_model=d_model, n_heads=n_heads, n_layers=n_layers,
                                context=context))
-
-
-def sampling_generator(generator: torch.Generator, device: torch.device) -> torch.Generator:
-    """The generator sampling draws from: `generator` itself on the CPU; on another device one
-    of that device seeded from `generator` (torch samples there only from a device generator).
-    The same rule as flowtracer's (assets/flowtracer/method.py)."""
-    if device.type == "cpu":
-        return generator
-    seed = int(torch.randint(0, 2**62, (1,), generator=generator))
-    return torch.Generator(device=device).manual_seed(seed)
 
 
 def check_ids(ids: torch.Tensor, vocab_size: int) -> None:

@@ -54,6 +54,16 @@ def positions_of(mask: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
+def sampling_generator(generator: torch.Generator, device: torch.device) -> torch.Generator:
+    """The generator sampling on `device` draws from: `generator` (a CPU generator) itself on the
+    CPU, so CPU runs draw exactly what they drew before devices existed; on another device one of
+    that device, seeded from `generator` (torch samples there only from a device generator)."""
+    if device.type == "cpu":
+        return generator
+    seed = int(torch.randint(0, 2**62, (1,), generator=generator))
+    return torch.Generator(device=device).manual_seed(seed)
+
+
 def generate(model: TinyLM, prompt_tokens: torch.Tensor, prompt_mask: torch.Tensor, max_new: int, *,
              eos: int | None = None, pad: int = 0, temperature: float = 1.0, greedy: bool = False,
              generator: torch.Generator | None = None,
