@@ -41,6 +41,7 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=0.0, help="0: the profile's")
     parser.add_argument("--batch", type=int, default=0, help="0: the profile's")
     parser.add_argument("--weight-decay", type=float, default=0.0)
+    parser.add_argument("--beta2", type=float, default=0.0, help="AdamW β2; 0: the profile's")
     parser.add_argument("--curriculum", type=int, default=-1, help="-1: the profile's")
     parser.add_argument("--task", default="regtrace", choices=["regtrace", "arithchain"])
     parser.add_argument("--out", default="")
@@ -77,7 +78,8 @@ def main() -> None:
     P.sft_train(model, P.sft_examples(train, task), args.steps, args.batch or p.sft.batch_size, args.lr or p.sft.lr,
                 p.sft.warmup, p.sft.curriculum if args.curriculum < 0 else args.curriculum, p.data.min_ops,
                 p.data.max_ops, np.random.default_rng(args.seed), decay=p.sft.decay, on_snapshot=snapshot,
-                snapshot_every=args.every, weight_decay=args.weight_decay)
+                snapshot_every=args.every, weight_decay=args.weight_decay,
+                beta2=args.beta2 or p.sft.beta2)
     if args.out:
         with open(args.out, "w") as fh:
             json.dump({"args": vars(args), "curve": curve}, fh, indent=1)

@@ -75,8 +75,9 @@ def learning_rate(step: int, lr: float, warmup: int, decay: int, floor: float = 
 def sft_train(model: TinyLM, examples: Sequence[SFTExample], steps: int, batch_size: int, lr: float, warmup: int,
               curriculum: int, min_ops: int, max_ops: int, rng: np.random.Generator, decay: int = 0,
               on_snapshot: Callable[[int, float], bool] | None = None, snapshot_every: int = 0,
-              log: Callable[[str], None] | None = None, weight_decay: float = 0.0) -> list[float]:
-    """Next-token cross-entropy (nats/token) on trace tokens, AdamW (weight_decay), the
+              log: Callable[[str], None] | None = None, weight_decay: float = 0.0,
+              beta2: float = 0.999) -> list[float]:
+    """Next-token cross-entropy (nats/token) on trace tokens, AdamW (betas (0.9, beta2), weight_decay), the
     `learning_rate` schedule, gradient-norm clip 1, a shortest-problems-first curriculum.
     Every `snapshot_every` steps calls on_snapshot(step, mean recent loss); training stops
     early when it returns True.
@@ -85,7 +86,7 @@ def sft_train(model: TinyLM, examples: Sequence[SFTExample], steps: int, batch_s
         raise ValueError("no SFT examples")
     n_ops = np.array([ex.n_ops for ex in examples])
     device = next(model.parameters()).device
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, beta2), weight_decay=weight_decay)
     losses: list[float] = []
     model.train()
     for step in range(1, steps + 1):

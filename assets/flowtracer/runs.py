@@ -102,7 +102,7 @@ def sft_job(job: dict, log: Log | None = None) -> dict:
     start = time.perf_counter()
     P.sft_train(model, examples, p.sft.max_steps, p.sft.batch_size, p.sft.lr, p.sft.warmup, p.sft.curriculum,
                 p.data.min_ops, p.data.max_ops, np.random.default_rng(job["seed"]), decay=p.sft.decay,
-                on_snapshot=snapshot, snapshot_every=p.sft.snapshot_every)
+                on_snapshot=snapshot, snapshot_every=p.sft.snapshot_every, beta2=p.sft.beta2)
     seconds = time.perf_counter() - start
     trained = curve[-1]["step"] if curve else p.sft.max_steps
     ref = save_checkpoint(Path(job["path"]), cpu_state(model), provenance=job["provenance"],

@@ -56,6 +56,19 @@ def test_sft_learns_and_stops_when_the_snapshot_says_so():
     assert np.mean(losses[-5:]) < np.mean(losses[:5]) - 0.3
 
 
+def test_sft_beta2_is_adamw_second_moment_decay():
+    """beta2 0.999 is torch's AdamW default (the stored runs); another β2 changes the update."""
+    def trained(**kw):
+        torch.manual_seed(0)
+        model = tiny_model()
+        P.sft_train(model, P.sft_examples(problems(16)), 3, 8, 3e-3, 0, 0, 4, 8, np.random.default_rng(0), **kw)
+        return torch.cat([q.detach().flatten() for q in model.parameters()])
+
+    default = trained()
+    assert torch.equal(default, trained(beta2=0.999))
+    assert not torch.equal(default, trained(beta2=0.9))
+
+
 def test_greedy_traces_do_not_depend_on_the_batch_padding():
     model = tiny_model(1)
     frame = problems(6, seed=3)
