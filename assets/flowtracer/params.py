@@ -52,7 +52,7 @@ class SFTParams:
     band: tuple[float, float]       # calibrated validation accuracy band (gate on test accuracy too)
     stable: int                     # the band must hold at this many consecutive snapshots (1: the rule)
     val_prompts: int                # validation prompts decoded at each snapshot
-    beta2: float = 0.999            # AdamW β2 (0.98: the band ~1/3 sooner; NOTES.md)
+    beta2: float = 0.999            # AdamW β2 (0.98 tried: no budget gain on the pipeline's seeds; NOTES.md)
 
 
 @dataclass(frozen=True)

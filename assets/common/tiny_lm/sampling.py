@@ -53,7 +53,6 @@ def positions_of(mask: torch.Tensor) -> torch.Tensor:
     return (mask.long().cumsum(dim=1) - 1).clamp(min=0)
 
 
-@torch.no_grad()
 def sampling_generator(generator: torch.Generator, device: torch.device) -> torch.Generator:
     """The generator sampling on `device` draws from: `generator` (a CPU generator) itself on the
     CPU, so CPU runs draw exactly what they drew before devices existed; on another device one of
@@ -64,6 +63,7 @@ def sampling_generator(generator: torch.Generator, device: torch.device) -> torc
     return torch.Generator(device=device).manual_seed(seed)
 
 
+@torch.no_grad()
 def generate(model: TinyLM, prompt_tokens: torch.Tensor, prompt_mask: torch.Tensor, max_new: int, *,
              eos: int | None = None, pad: int = 0, temperature: float = 1.0, greedy: bool = False,
              generator: torch.Generator | None = None,
