@@ -6,7 +6,7 @@ import torch
 
 from assets.common.tiny_lm import TinyLM, TinyLMConfig, token_logprobs
 from assets.common.tiny_lm.grpo import clipped_policy_loss, group_advantages
-from assets.common.tiny_lm.sampling import generate, left_pad
+from assets.common.tiny_lm.sampling import generate, left_pad, sampling_generator
 
 
 def lm(**kw) -> TinyLM:
@@ -183,6 +183,15 @@ def test_generation_stops_at_eos_and_is_seeded():
     assert stopped.completion_mask[0, stop] and not stopped.completion_mask[0, stop + 1:].any()
     assert stopped.completion[0, stop + 1:].tolist() == [16] * (7 - stop)
     assert torch.all(stopped.logprobs[0, stop + 1:] == 0)
+
+
+def test_sampling_builds_no_autograd_graph_and_the_cpu_generator_is_used_as_is():
+    model = lm().eval()                      # parameters require grad: sampling must not track them
+    tokens, mask = left_pad([[1, 2], [3]], pad=0)
+    out = generate(model, tokens, mask, 6, generator=torch.Generator().manual_seed(1))
+    assert out.logprobs.grad_fn is None and not out.logprobs.requires_grad
+    cpu = torch.Generator().manual_seed(3)
+    assert sampling_generator(cpu, torch.device("cpu")) is cpu
 
 
 def test_group_advantages_known_answers():
