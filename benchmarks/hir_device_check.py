@@ -55,7 +55,6 @@ def main(argv: list[str] | None = None) -> int:
     from assets.common.params import parse
     from assets.hir import data as D
     from assets.hir import rl, runs
-    from assets.hir.constraints import parse_criteria
     from assets.hir.params import HirParams
     from resources.profiles import load_params
 
@@ -73,12 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     frame = runs.full_dataset(corpus, vocab_value, p, np.random.default_rng(0), np.random.default_rng(1))
     train = rl.make_prompts(frame[frame["split"] == "train"], v)
     test = rl.make_prompts(frame[frame["split"] == "test"], v)
-    prompts, responses = [], []
-    for row in frame[frame["split"] == "sft"].itertuples(index=False):
-        prompts.append(rl.encode_instruction(v, str(row.question).split(), parse_criteria(list(row.criteria)),
-                                             row.q_type))
-        responses.append([*v.encode(str(row.response).split()), v.eos])
-    seqs, starts = [[*q, *r] for q, r in zip(prompts, responses, strict=True)], [len(q) for q in prompts]
+    seqs, starts = runs.sft_sequences(frame[frame["split"] == "sft"], v)
+    prompts, responses = [s[:k] for s, k in zip(seqs, starts)], [s[k:] for s, k in zip(seqs, starts)]
     out: dict = {"device": args.device, "model": dataclasses.asdict(p.model), "vocab": len(v),
                  "prompts_per_step": B, "group_size": p.rl.group_size, "max_new": p.rl.max_new}
 

@@ -54,11 +54,6 @@ def load_policy(ref: dict, task, device: str = "cpu"):
     return model.to(device)
 
 
-def cpu_state(model) -> dict:
-    """The model's state dict on the CPU (checkpoints are device-free; the same tensors on the CPU)."""
-    return {k: v.cpu() for k, v in model.state_dict().items()}
-
-
 # ----------------------------------------------------------------------------- SFT
 
 def in_band_run(curve: list[dict], low: float, high: float) -> int:
@@ -105,7 +100,7 @@ def sft_job(job: dict, log: Log | None = None) -> dict:
                 on_snapshot=snapshot, snapshot_every=p.sft.snapshot_every, beta2=p.sft.beta2)
     seconds = time.perf_counter() - start
     trained = curve[-1]["step"] if curve else p.sft.max_steps
-    ref = save_checkpoint(Path(job["path"]), cpu_state(model), provenance=job["provenance"],
+    ref = save_checkpoint(Path(job["path"]), model.state_dict(), provenance=job["provenance"],
                           config=model_config(p), seed=job["seed"], vocab_md5=task.vocab_md5(), sft_steps=trained)
     test = pd.DataFrame(job["test"])
     test_accuracy, _ = P.accuracy(model, list(test["prompt"]), list(test["answer"]), max_new(p), task)
@@ -252,7 +247,7 @@ def grpo_job(job: dict) -> dict:
             evaluate(step)
     seconds = time.perf_counter() - start
     finite = all(bool(torch.isfinite(t).all()) for t in policy.state_dict().values())
-    ref = save_checkpoint(Path(job["path"]), cpu_state(policy), provenance=job["provenance"],
+    ref = save_checkpoint(Path(job["path"]), policy.state_dict(), provenance=job["provenance"],
                           config=model_config(p), seed=job["seed"], vocab_md5=task.vocab_md5(), method=job["method"])
     tag = {"method": job["method"], "seed": job["seed_index"]}
     return {**tag, **ref, "finite": finite, "seconds": seconds, "steps": [{**tag, **s} for s in steps],

@@ -23,15 +23,6 @@ def get(name: str) -> ModuleType:
     return TASKS[name]
 
 
-def of_vocab(md5: str | None) -> ModuleType:
-    """The task whose vocabulary has this md5 (a checkpoint's sidecar names it)."""
-    for task in TASKS.values():
-        if task.vocab_md5() == md5:
-            return task
-    known = ", ".join(f"{name} {task.vocab_md5()}" for name, task in TASKS.items())
-    raise ValueError(f"vocabulary md5 {md5} is none of the tasks' ({known}): retrain the checkpoint")
-
-
 def split_ranges(d: DataParams) -> dict[str, tuple[int, int]]:
     """Each split's op (RegTrace) or depth (ArithChain) range: train min–max; val, test and
     rl_eval held_out_ops (min–max when None); rl both (RL sees the held-out depths)."""

@@ -6,7 +6,8 @@ Training runs (pretraining, SFT, RL method × seed) write torch state_dicts with
 
 Every torch workload (pretraining, SFT, evaluation, RL collection and updates) runs on `device`
 ("cpu" or "cuda": compute.resolved_device()): models are built and seeded on the CPU, then
-moved; checkpoints are saved from CPU tensors (cpu_state) and loaded on the CPU, then moved.
+moved; checkpoints are written as CPU tensors (resources.artifacts.save_state_dict) and loaded on
+the CPU, then moved.
 """
 from __future__ import annotations
 
@@ -95,11 +96,6 @@ def load_policy(checkpoint: dict, vocab_value: dict, device: str = "cpu"):
     return model.to(device)
 
 
-def cpu_state(model) -> dict:
-    """The model's state dict on the CPU (checkpoints are device-free; the same tensors on the CPU)."""
-    return {k: v.cpu() for k, v in model.state_dict().items()}
-
-
 def pretrain(corpus_frame: pd.DataFrame, vocab_value: dict, p: HirParams, seed: int, torch_for, save,
              log: Callable[[str], None], device: str = "cpu") -> dict:
     """LM pretraining on "<bos> sentence <eos>" on `device` (the model initialised on the CPU);
@@ -114,30 +110,38 @@ def pretrain(corpus_frame: pd.DataFrame, vocab_value: dict, p: HirParams, seed: 
     losses = rl.train_lm(model, seqs, [1] * len(seqs), p.pretrain.steps, p.pretrain.batch_size, p.pretrain.lr,
                          np.random.default_rng(seed), v.pad, log)
     final = float(np.mean(losses[-max(1, len(losses) // 10):]))
-    ref = save(cpu_state(model), _model_config(p, len(v)),
+    ref = save(model.state_dict(), _model_config(p, len(v)),
                {"final_loss": final, "vocab_md5": vocab_value["md5"], "device": device})
     return {**ref, "final_loss": final, "sentences": len(seqs), "seconds": time.perf_counter() - start}
+
+
+def sft_sequences(pairs: pd.DataFrame, v: D.Vocab) -> tuple[list[list[int]], list[int]]:
+    """(ids of instruction + response + <eos> per SFT pair, where each response starts)."""
+    from assets.hir import rl
+    from assets.hir.constraints import parse_criteria
+
+    seqs, starts = [], []
+    for row in pairs.itertuples(index=False):
+        prompt = rl.encode_instruction(v, str(row.question).split(), parse_criteria(list(row.criteria)), row.q_type)
+        seqs.append([*prompt, *v.encode(str(row.response).split()), v.eos])
+        starts.append(len(prompt))
+    return seqs, starts
 
 
 def sft(pairs: pd.DataFrame, pretrained: dict, vocab_value: dict, p: HirParams, seed: int, torch_for, save,
         log: Callable[[str], None], device: str = "cpu") -> dict:
     """SFT on (instruction, response) pairs, loss on the response and <eos>, on `device`."""
     from assets.hir import rl
-    from assets.hir.constraints import parse_criteria
 
     torch_for(seed, p.threads)
     v = D.Vocab(vocab_value["tokens"])
     model = load_policy(pretrained, vocab_value, device)
-    seqs, starts = [], []
-    for row in pairs.itertuples(index=False):
-        prompt = rl.encode_instruction(v, str(row.question).split(), parse_criteria(list(row.criteria)), row.q_type)
-        seqs.append([*prompt, *v.encode(str(row.response).split()), v.eos])
-        starts.append(len(prompt))
+    seqs, starts = sft_sequences(pairs, v)
     start = time.perf_counter()
     losses = rl.train_lm(model, seqs, starts, p.sft.steps, p.sft.batch_size, p.sft.lr, np.random.default_rng(seed),
                          v.pad, log)
     final = float(np.mean(losses[-max(1, len(losses) // 10):]))
-    ref = save(cpu_state(model), _model_config(p, len(v)),
+    ref = save(model.state_dict(), _model_config(p, len(v)),
                {"final_loss": final, "vocab_md5": vocab_value["md5"], "device": device})
     return {**ref, "final_loss": final, "pairs": len(seqs), "seconds": time.perf_counter() - start}
 
@@ -184,7 +188,7 @@ def rl_job(job: dict) -> dict:
     start = time.perf_counter()
     out = rl.run_rl(policy, reference, train, test, rl.METHOD_SPECS[job["method"]], v, p.rl, job["seed"])
     seconds = time.perf_counter() - start
-    ref = save_checkpoint(Path(job["path"]), cpu_state(policy), provenance=job["provenance"],
+    ref = save_checkpoint(Path(job["path"]), policy.state_dict(), provenance=job["provenance"],
                           config=_model_config(p, len(v)), seed=job["seed"], device=device, method=job["method"],
                           vocab_md5=vocab_value["md5"])
     finite = all(bool(torch.isfinite(t).all()) for t in policy.state_dict().values())
