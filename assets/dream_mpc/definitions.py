@@ -84,7 +84,8 @@ def world_model(context: dg.AssetExecutionContext, env_catalog: dict, replay_buf
     torch = _torch(compute, p, "world_model")
     value = runs.world_model(env_catalog, replay_buffer, p,
                              lambda name: data_ref(artifacts.checkpoint_path(paper.slug, name)),
-                             compute.resolved_device(), torch, context.log.info)
+                             compute.resolved_device(), torch, context.log.info,
+                             lambda *k: compute.seed_for(paper.slug, *k))
     table = pd.DataFrame(value["checkpoints"]).drop(columns=["checkpoint", "md5"])
     context.add_output_metadata({"checkpoints": dg.MetadataValue.md(markdown_table(table)), **_device_note(compute)})
     return value

@@ -51,6 +51,11 @@ class GateParams:
     policy_margin_over_random: float | None
     min_q_ensemble_std: float | None
     fit_budgets: tuple[str, ...] = BUDGETS   # checkpoints the held-out fit gate judges
+    # policy_beats_random: the strong policy against random actions on this many fresh initial
+    # states (episode seeds policy_episode_seed + 1 …), paired by state, judged by the 90 % t
+    # interval's lower bound; 0: the point estimate on training's eval_seeds (NOTES: why)
+    policy_episodes: int = 0
+    policy_episode_seed: int = 7000
 
 
 @dataclass(frozen=True)

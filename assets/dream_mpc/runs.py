@@ -32,6 +32,7 @@ Log = Callable[[str], None]
 SeedFor = Callable[..., int]
 Workers = Callable[[int], int]     # jobs -> worker processes (compute.workers with params `workers`)
 SURVEY_COLUMNS = ["task", "seed", "action_repeat", "decisions", "policy_eval_return", "random_eval_return",
+                  "gate_policy_return", "gate_random_return", "gate_diff_low",
                   "consistency_relative", "reward_mse_normalised", "q_ensemble_std", "heldout_fit",
                   "q_ensemble_sane", "policy_beats_random", "passes_all_gates", "gate_notes"]
 
@@ -182,10 +183,24 @@ def heldout_slice(replay: pd.DataFrame, task: str, seed: int) -> pd.DataFrame:
     return replay[(replay["task"] == task) & (replay["seed"] == seed) & (replay["split"] == "heldout")]
 
 
+def gate_returns(model, spec: dict, params: DreamMPCParams, seed_for: SeedFor) -> dict:
+    """policy_beats_random's measurement (training.policy_vs_random) on params.gates.policy_episodes
+    fresh initial states; {} when that is 0 (the gate then reads training's eval returns)."""
+    from assets.dream_mpc import envs
+    from assets.dream_mpc import training as T
+
+    g = params.gates
+    if not g.policy_episodes:
+        return {}
+    seeds = [int(g.policy_episode_seed) + 1 + i for i in range(int(g.policy_episodes))]
+    return T.policy_vs_random(model, envs.TaskSpec(**spec), seeds, seed_for("gate-random", spec["task"]))
+
+
 def world_model(catalog: dict, replay: pd.DataFrame, params: DreamMPCParams, checkpoint_ref: Callable[[str], str],
-                device: str, torch, log: Log) -> dict:
+                device: str, torch, log: Log, seed_for: SeedFor) -> dict:
     """Every checkpoint (task × seed × budget) reloaded and measured on its run's held-out
-    episodes, with the policy / random evaluation returns; the strong runs' training curves."""
+    episodes, with the policy / random evaluation returns (training's eval episodes; for the
+    strong checkpoint also gate_returns); the strong runs' training curves."""
     entries, curves = [], []
     for spec in catalog["tasks"]:
         task = spec["task"]
@@ -199,14 +214,19 @@ def world_model(catalog: dict, replay: pd.DataFrame, params: DreamMPCParams, che
                 metrics = heldout_metrics(model, held, spec, torch)
                 policy_return = float(np.mean(sidecar["policy_eval_returns"]))
                 random_return = float(np.mean(sidecar["random_eval_returns"]))
+                gate = gate_returns(model, spec, params, seed_for) if budget == "strong" else {}
                 entries.append({"task": task, "seed": seed, "budget": budget, "fraction": sidecar["fraction"],
                                 "checkpoint": ref, "md5": sidecar["md5"], "parameters": model.parameter_count(),
-                                **metrics, "policy_eval_return": policy_return, "random_eval_return": random_return})
+                                **metrics, "policy_eval_return": policy_return, "random_eval_return": random_return,
+                                **gate})
                 if budget == "strong":
                     curves += [{**c, "task": task, "seed": seed} for c in sidecar["curve"]]
                 log(f"{task} seed {seed} {budget}: consistency {metrics['consistency_mse']:.2e}, "
                     f"reward MSE {metrics['reward_mse_normalised']:.4f}, policy {policy_return:.1f} "
-                    f"vs random {random_return:.1f}")
+                    f"vs random {random_return:.1f}" + (
+                        f"; on {gate['gate_episodes']} fresh states {gate['gate_policy_return']:.1f} vs "
+                        f"{gate['gate_random_return']:.1f}, Δ {gate['gate_diff']:+.1f} [{gate['gate_diff_low']:+.1f}, "
+                        f"{gate['gate_diff_high']:+.1f}]" if gate else ""))
     return {"checkpoints": entries, "curves": curves}
 
 
@@ -342,10 +362,12 @@ def probe_run(task: str, seed: int, compute: Any, repeat: int | None = None, log
     start = time.monotonic()
     out = T.train_online(**job, log=log)
     frame = episodes_frame(out["episodes"], task, seed)
-    metrics = heldout_metrics(out["model"].freeze(), frame[frame["split"] == "heldout"], spec, torch)
+    model = out["model"].freeze()
+    metrics = heldout_metrics(model, frame[frame["split"] == "heldout"], spec, torch)
     entry = {"task": task, "seed": seed, "budget": "strong", **metrics,
              "policy_eval_return": float(np.mean(out["evals"][1.0])),
-             "random_eval_return": float(np.mean(out["evals"]["random"]))}
+             "random_eval_return": float(np.mean(out["evals"]["random"])),
+             **gate_returns(model, spec, params, lambda *k: compute.seed_for(SLUG, *k))}
     gates = {name: fn({"checkpoints": [entry]}, params) for name, fn in checks.WORLD_MODEL_PREDICATES.items()}
     return {**entry, "action_repeat": repeat, "decisions": job["cfg"].decisions, "profile": compute.profile,
             "seconds": round(time.monotonic() - start, 1),

@@ -133,6 +133,26 @@ def evaluate_policy(model: WorldModel | None, spec: TaskSpec, episode_seeds: lis
     return returns.tolist()
 
 
+def policy_vs_random(model: WorldModel, spec: TaskSpec, episode_seeds: list[int], random_seed: int,
+                     level: float = 0.90) -> dict:
+    """The policy prior's mean action against uniform random actions on the same initial states
+    (one episode per seed, paired by seed): mean returns, the mean paired difference and its
+    two-sided `level` Student-t interval over episodes (claims.paired_ci). random_seed drives
+    the random actions (one draw per task: the random reference does not depend on the
+    checkpoint). Returns {gate_episodes, gate_policy_return, gate_random_return, gate_diff,
+    gate_diff_low, gate_diff_high} (undiscounted returns per episode)."""
+    from assets.common.claims import paired_ci
+
+    if len(episode_seeds) < 2:
+        raise ValueError(f"policy_vs_random needs ≥ 2 episodes for an interval, got {len(episode_seeds)}")
+    policy = np.asarray(evaluate_policy(model, spec, episode_seeds, np.random.default_rng(0)))
+    random = np.asarray(evaluate_policy(None, spec, episode_seeds, np.random.default_rng(random_seed)))
+    ci = paired_ci(policy, random, level, "t")
+    return {"gate_episodes": len(episode_seeds), "gate_policy_return": float(policy.mean()),
+            "gate_random_return": float(random.mean()), "gate_diff": ci.mean, "gate_diff_low": ci.low,
+            "gate_diff_high": ci.high}
+
+
 def train_online(spec: TaskSpec, model_cfg: ModelConfig, cfg: TrainConfig, seed: int,
                  eval_seeds: list[int], log: Callable[[str], None] = print,
                  device: str = "cpu") -> dict:

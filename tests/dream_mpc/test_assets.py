@@ -64,6 +64,7 @@ def test_probe_cli_reproduces_the_pipelines_strong_checkpoint(run, capsys):
     probe.main([strong["task"], "--seed", "0", "--profile", "smoke"])
     found = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert found["policy_eval_return"] == pytest.approx(strong["policy_eval_return"])
+    assert found["gate_diff_low"] == pytest.approx(strong["gate_diff_low"])      # the same paired gate measurement
     assert found["consistency_mse"] == pytest.approx(strong["consistency_mse"], rel=1e-5)
     assert set(found["gates"]) == {"heldout_fit", "q_ensemble_sane", "policy_beats_random"}
     assert found["passes_all_gates"] is True
@@ -234,3 +235,60 @@ def test_action_repeat_per_task_and_seed_phase(params):
     # a per-task mapping in params.yaml parses into the typed parameters
     p = load(ComputeResource(profile="smoke", params_overrides={"dream_mpc": {"action_repeat": per_task}}))
     assert configs.action_repeat(p.action_repeat, "reacher-easy") == 4
+
+
+def test_policy_vs_random_pairs_states_and_keeps_the_random_reference_fixed():
+    """The gate measurement is the paired t interval (claims.paired_ci) of the policy's and the
+    random actions' returns on the same initial states; the random returns depend on the task's
+    random seed only, not on the checkpoint."""
+    import torch
+
+    from assets.common.claims import paired_ci
+    from assets.dream_mpc import model as M
+
+    spec = envs.task_spec("cartpole-swingup", 40, 4)
+    cfg = M.ModelConfig(obs_dim=spec.obs_dim, act_dim=spec.act_dim, latent_dim=16, mlp_dim=16, enc_dim=16)
+    seeds = [7001, 7002, 7003]
+    models = []
+    for s in (0, 1):
+        torch.manual_seed(s)
+        models.append(M.WorldModel(cfg).freeze())
+    a, b = (T.policy_vs_random(m, spec, seeds, random_seed=11) for m in models)
+    assert a["gate_random_return"] == b["gate_random_return"]           # checkpoint-independent reference
+    assert a["gate_policy_return"] != b["gate_policy_return"]
+    policy = T.evaluate_policy(models[0], spec, seeds, np.random.default_rng(0))
+    random = T.evaluate_policy(None, spec, seeds, np.random.default_rng(11))
+    ci = paired_ci(policy, random, 0.90, "t")
+    assert a == {"gate_episodes": 3, "gate_policy_return": pytest.approx(np.mean(policy)),
+                 "gate_random_return": pytest.approx(np.mean(random)), "gate_diff": pytest.approx(ci.mean),
+                 "gate_diff_low": pytest.approx(ci.low), "gate_diff_high": pytest.approx(ci.high)}
+    assert a["gate_diff_low"] < a["gate_diff"] < a["gate_diff_high"]
+    with pytest.raises(ValueError, match="≥ 2 episodes"):
+        T.policy_vs_random(models[0], spec, [7001], random_seed=11)
+
+
+def _strong(seed, policy, random, low=None):
+    entry = {"task": "cartpole-swingup", "seed": seed, "budget": "strong", "policy_eval_return": policy,
+             "random_eval_return": random}
+    if low is not None:
+        entry.update(gate_policy_return=policy, gate_random_return=random - 30, gate_diff=low + 15,
+                     gate_diff_low=low, gate_diff_high=low + 30)
+    return entry
+
+
+def test_policy_gate_judges_the_interval_and_names_the_point_estimate(params):
+    """With policy_episodes > 0 the CI lower bound decides: a lucky 4-episode random mean (the
+    2026-12-06 seed-4 case, 168.8 vs 199.8) no longer fails a policy whose paired interval is
+    above 0, but is named; a point estimate above random with an interval reaching 0 fails."""
+    gated = replace(params, gates=replace(params.gates, policy_margin_over_random=0.0, policy_episodes=40))
+    lucky = checks.policy_beats_random({"checkpoints": [_strong(0, 230.8, 91.2, 80.0), _strong(4, 168.8, 199.8, 21.0)]},
+                                       gated)
+    assert lucky.passed
+    assert "alone would fail ['cartpole-swingup/seed 4']" in lucky.message()
+    assert "Δ +36.0 [90% CI +21.0, +51.0]" in lucky.message()
+    weak = checks.policy_beats_random({"checkpoints": [_strong(1, 250.0, 100.0, -2.0)]}, gated)
+    assert not weak.passed and "(90% CI lower bound) on ['cartpole-swingup/seed 1']" in weak.message()
+    missing = checks.policy_beats_random({"checkpoints": [_strong(1, 250.0, 100.0)]}, gated)
+    assert not missing.passed and "no paired policy-vs-random measurement" in missing.message()
+    point_rule = replace(gated, gates=replace(gated.gates, policy_episodes=0))
+    assert not checks.policy_beats_random({"checkpoints": [_strong(4, 168.8, 199.8, 21.0)]}, point_rule).passed

@@ -213,5 +213,8 @@ def test_survey_readings_count_passing_seeds_and_failed_gates():
                            "policy_eval_return": [10.0, 20.0, 0.0], "random_eval_return": [5.0, 5.0, 0.0]})
     lines = B.survey_readings(survey)
     assert lines[0] == ("- a: 1/2 seeds pass every blocking gate (failed: heldout_fit on 1, policy_beats_random on 1); "
-                        "policy 15.0 vs random 5.0 (mean over seeds).")
+                        "policy 15.0 vs random 5.0 on training's eval episodes (mean over seeds).")
     assert lines[1].startswith("- b: 0/1 seeds pass") and "q_ensemble_sane on 1, policy_beats_random on 1" in lines[1]
+    fresh = B.survey_readings(survey.assign(gate_policy_return=[12.0, 18.0, 0.0], gate_random_return=[6.0, 8.0, 0.0]))
+    assert fresh[0].endswith("random 5.0 on training's eval episodes; on the gate's fresh initial states 15.0 vs 7.0 "
+                             "(mean over seeds).")
