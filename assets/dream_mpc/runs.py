@@ -408,7 +408,9 @@ def task_survey(jobs: list[dict], workers: int, log: Log) -> pd.DataFrame:
         rows.append({**{k: out[k] for k in SURVEY_COLUMNS if k in out},
                      **{name: g["passed"] for name, g in gates.items()},
                      "gate_notes": "; ".join(g["description"] for g in gates.values() if not g["passed"])})
+        fresh = (f" (on the gate's {out['gate_episodes']} fresh states {out['gate_policy_return']:.1f} vs "
+                 f"{out['gate_random_return']:.1f})" if "gate_episodes" in out else "")
         log(f"[{i}/{len(jobs)}] {out['task']} seed {out['seed']}: policy {out['policy_eval_return']:.1f} "
-            f"vs random {out['random_eval_return']:.1f}, gates {'pass' if out['passes_all_gates'] else 'FAIL'} "
-            f"({out['seconds']:.0f} s)")
+            f"vs random {out['random_eval_return']:.1f} on training's eval episodes{fresh}, "
+            f"gates {'pass' if out['passes_all_gates'] else 'FAIL'} ({out['seconds']:.0f} s)")
     return pd.DataFrame(rows, columns=SURVEY_COLUMNS)
