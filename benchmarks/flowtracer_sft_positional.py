@@ -44,6 +44,7 @@ def main() -> None:
     parser.add_argument("--beta2", type=float, default=0.0, help="AdamW β2; 0: the profile's")
     parser.add_argument("--curriculum", type=int, default=-1, help="-1: the profile's")
     parser.add_argument("--task", default="regtrace", choices=["regtrace", "arithchain"])
+    parser.add_argument("--train", type=int, default=0, help="training problems; 0: the profile's")
     parser.add_argument("--out", default="")
     args = parser.parse_args()
 
@@ -54,6 +55,8 @@ def main() -> None:
         sizes = {k: getattr(p.data, k) for k in ("train", "val", "test", "rl", "rl_eval")}
         p = dataclasses.replace(p, data=dataclasses.replace(gpu.data, **sizes),
                                 model=dataclasses.replace(p.model, context=gpu.model.context))
+    if args.train:
+        p = dataclasses.replace(p, data=dataclasses.replace(p.data, train=args.train))
     task = tasks.get(p.data.task)
     frame = R.dataset(p, np.random.default_rng(1234))
     train, val = R.split(frame, "train"), R.split(frame, "val").head(args.val)

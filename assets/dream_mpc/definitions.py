@@ -182,7 +182,8 @@ PAPER = paper.define(
                    checks.world_model_fit, uses_params=True),
         paper.gate(world_model, "q_ensemble_sane", "Q finite; ensemble std in (1e-4, value range).",
                    checks.q_ensemble_sane, uses_params=True),
-        paper.gate(world_model, "policy_beats_random", "Strong policy-only return > random-policy return.",
+        paper.gate(world_model, "policy_beats_random", "Strong policy-only return > random-policy return: 90 % "
+                   "paired t interval's lower bound on gates.policy_episodes fresh initial states.",
                    checks.policy_beats_random, uses_params=True),
         paper.gate(eval_episodes, "grid_complete_counters_exact", "Full task × seed × budget × planner × episode "
                    "grid; counters = N·I·H; J finite.", checks.grid_complete, uses_params=True,
