@@ -259,17 +259,22 @@ def bank_frame(arrays: dict[str, Any], targets: list[dict]) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------ training jobs
-_BLAS_LIMIT: list = []        # keeps a worker's BLAS thread limit alive for the process
+_BLAS_LIMIT: list = []        # keeps a spawned worker's BLAS thread limit alive for the process
 
 
 def _torch_setup(job: dict):
+    import multiprocessing
     import random
 
     import torch
     from threadpoolctl import threadpool_limits
 
     torch.set_num_threads(int(job["threads"]))
-    if not _BLAS_LIMIT:         # numpy's batch building must not oversubscribe the cores either
+    # numpy's batch building must not oversubscribe the cores either: a spawned worker limits
+    # BLAS for its lifetime. A job run in the caller's process (workers = 1) must not: the limit
+    # would outlive the job and change later numpy results in that process (the oscs smoke
+    # rerun's Ledoit–Wolf fit differed in its last bits after pfn_causal had run in-process).
+    if not _BLAS_LIMIT and multiprocessing.parent_process() is not None:
         _BLAS_LIMIT.append(threadpool_limits(limits=int(job["threads"])))
     if job["deterministic"]:
         torch.use_deterministic_algorithms(True, warn_only=True)
