@@ -286,8 +286,8 @@ def survey_readings(survey: pd.DataFrame) -> list[str]:
                   for g in ("heldout_fit", "q_ensemble_sane", "policy_beats_random")}
         failing = ", ".join(f"{g} on {n}" for g, n in failed.items() if n) or "none"
         fresh = (f"; on the gate's fresh initial states {rows['gate_policy_return'].mean():.1f} vs "
-                 f"{rows['gate_random_return'].mean():.1f}" if rows.get("gate_policy_return") is not None
-                 and rows["gate_policy_return"].notna().all() else "")
+                 f"{rows['gate_random_return'].mean():.1f}"
+                 if "gate_policy_return" in rows and rows["gate_policy_return"].notna().all() else "")
         lines.append(f"- {task}: {int(rows['passes_all_gates'].sum())}/{len(rows)} seeds pass every blocking gate "
                      f"(failed: {failing}); policy {rows['policy_eval_return'].mean():.1f} vs random "
                      f"{rows['random_eval_return'].mean():.1f} on training's eval episodes{fresh} (mean over seeds).")

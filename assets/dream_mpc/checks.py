@@ -119,6 +119,12 @@ def q_ensemble_sane(value: dict, params: DreamMPCParams) -> Finding:
     return finding(problems, ok="Q finite; ensemble neither collapsed nor exploded" + note)
 
 
+def gate_returns_text(e: dict) -> str:
+    """runs.gate_returns' measurement of one checkpoint, as the gate and the logs print it."""
+    return (f"{e['gate_policy_return']:.1f} vs {e['gate_random_return']:.1f}, Δ {e['gate_diff']:+.1f} "
+            f"[90% CI {e['gate_diff_low']:+.1f}, {e['gate_diff_high']:+.1f}]")
+
+
 def policy_beats_random(value: dict, params: DreamMPCParams) -> Finding:
     """The strong checkpoint's policy-only return exceeds the random policy's by the margin.
     With params gates.policy_episodes > 0 (runs.gate_returns measured): the lower bound of the
@@ -139,9 +145,7 @@ def policy_beats_random(value: dict, params: DreamMPCParams) -> Finding:
         missing = [label(e) for e in strong if "gate_diff_low" not in e]
         if missing:
             return finding([f"no paired policy-vs-random measurement for {missing}"])
-        text = ("; ".join(f"{label(e)}: {e['gate_policy_return']:.1f} vs {e['gate_random_return']:.1f}, "
-                          f"Δ {e['gate_diff']:+.1f} [90% CI {e['gate_diff_low']:+.1f}, {e['gate_diff_high']:+.1f}]"
-                          for e in strong)
+        text = ("; ".join(f"{label(e)}: {gate_returns_text(e)}" for e in strong)
                 + f" (on {params.gates.policy_episodes} fresh initial states; on training's eval episodes: {point})")
         fails = [label(e) for e in strong if not e["gate_diff_low"] > float(margin or 0.0)]
     else:

@@ -223,10 +223,8 @@ def world_model(catalog: dict, replay: pd.DataFrame, params: DreamMPCParams, che
                     curves += [{**c, "task": task, "seed": seed} for c in sidecar["curve"]]
                 log(f"{task} seed {seed} {budget}: consistency {metrics['consistency_mse']:.2e}, "
                     f"reward MSE {metrics['reward_mse_normalised']:.4f}, policy {policy_return:.1f} "
-                    f"vs random {random_return:.1f}" + (
-                        f"; on {gate['gate_episodes']} fresh states {gate['gate_policy_return']:.1f} vs "
-                        f"{gate['gate_random_return']:.1f}, Δ {gate['gate_diff']:+.1f} [{gate['gate_diff_low']:+.1f}, "
-                        f"{gate['gate_diff_high']:+.1f}]" if gate else ""))
+                    f"vs random {random_return:.1f}"
+                    + (f"; on {gate['gate_episodes']} fresh states {checks.gate_returns_text(gate)}" if gate else ""))
     return {"checkpoints": entries, "curves": curves}
 
 
@@ -408,8 +406,8 @@ def task_survey(jobs: list[dict], workers: int, log: Log) -> pd.DataFrame:
         rows.append({**{k: out[k] for k in SURVEY_COLUMNS if k in out},
                      **{name: g["passed"] for name, g in gates.items()},
                      "gate_notes": "; ".join(g["description"] for g in gates.values() if not g["passed"])})
-        fresh = (f" (on the gate's {out['gate_episodes']} fresh states {out['gate_policy_return']:.1f} vs "
-                 f"{out['gate_random_return']:.1f})" if "gate_episodes" in out else "")
+        fresh = (f" (on the gate's {out['gate_episodes']} fresh states {checks.gate_returns_text(out)})"
+                 if "gate_episodes" in out else "")
         log(f"[{i}/{len(jobs)}] {out['task']} seed {out['seed']}: policy {out['policy_eval_return']:.1f} "
             f"vs random {out['random_eval_return']:.1f} on training's eval episodes{fresh}, "
             f"gates {'pass' if out['passes_all_gates'] else 'FAIL'} ({out['seconds']:.0f} s)")
