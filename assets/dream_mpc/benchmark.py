@@ -256,7 +256,7 @@ def claim_readings(episodes: pd.DataFrame, spec_tasks: int = 3) -> list[str]:
     lines = []
     if n_tasks < spec_tasks:
         lines.append(f"- Only {n_tasks} task(s) are in the claims (the other spec tasks fail a blocking gate at this "
-                     f"budget: see the task survey below), so the 'higher on ≥ 2 of {spec_tasks} tasks' part of "
+                     f"budget: see the task survey section), so the 'higher on ≥ 2 of {spec_tasks} tasks' part of "
                      "beats_policy cannot be judged and that claim is red for this reason, whatever its CI.")
     need = {"dream_mpc", "naive_grad", "dream_mpc_i3", "policy_only"}
     if need <= set(m.index):

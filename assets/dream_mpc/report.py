@@ -156,7 +156,10 @@ def build_report(eval_episodes: pd.DataFrame, world_model: dict, planner_microbe
                   markdown_table(task_survey.drop(columns=["gate_notes"])), "",
                   *[f"- {r.task} seed {r.seed}: {r.gate_notes}" for r in task_survey.itertuples() if r.gate_notes], ""]
     else:
-        survey = ["No survey at this profile (params task_survey is empty).", ""]
+        survey = ["No survey in this run (params task_survey is empty at this profile). Its opt-in command, the "
+                  "same training and gate predicates outside Dagster: `python -m assets.dream_mpc.probe "
+                  "pendulum-swingup reacher-easy --seeds 0 1 2 --workers 2`; the last measurement is in "
+                  "assets/dream_mpc/NOTES.md.", ""]
     body = [
         "## Scale of this run", "", scale_text(params, env_catalog), "",
         "## Normalised score per task (strong checkpoint, mean over seeds × episodes)", "",
@@ -182,7 +185,7 @@ def build_report(eval_episodes: pd.DataFrame, world_model: dict, planner_microbe
         markdown_table(synth_tbl), "",
         "## World-model checkpoints (held-out gates)", "",
         markdown_table(checkpoints.drop(columns=["checkpoint", "md5"])), "",
-        "## Task survey: tasks measured in this run but not claimed on (report only)", "", *survey,
+        "## Task survey: spec tasks not claimed on (report only)", "", *survey,
         f"## Scale deviations ({profile} profile)", "", deviations_text(params, env_catalog, workers), ""]
     metric_rows = pd.concat([
         runs.assign(asset="dream_mpc/eval_episodes", partition=lambda d: d["budget"],

@@ -70,6 +70,22 @@ def test_probe_cli_reproduces_the_pipelines_strong_checkpoint(run, capsys):
     assert found["passes_all_gates"] is True
 
 
+def test_probe_survey_is_the_task_survey_assets_table(run):
+    """The cpu profile's opt-in survey command computes the asset's rows (same jobs, same gates)."""
+    from assets.dream_mpc import probe
+
+    asset = run.value("task_survey")
+    cli = probe.survey(list(asset["task"]), [int(asset["seed"].iloc[0])], profile="smoke")
+    pd.testing.assert_frame_equal(cli.reset_index(drop=True), asset.reset_index(drop=True))
+
+
+def test_probe_cli_rejects_an_action_repeat_for_a_survey():
+    from assets.dream_mpc import probe
+
+    with pytest.raises(SystemExit):
+        probe.main(["reacher-easy", "--seeds", "0", "1", "--action-repeat", "4", "--profile", "smoke"])
+
+
 def test_probe_runs_without_the_dagster_definitions():
     code = ("import sys, assets.dream_mpc.probe, assets.dream_mpc.runs; "
             "assert 'assets.dream_mpc.definitions' not in sys.modules; "
