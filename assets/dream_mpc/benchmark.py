@@ -15,6 +15,7 @@ from scipy import stats
 
 from assets.common.bootstrap import BootCI, hierarchical_bootstrap
 from assets.common.claims import Claim, observation, seeds_label
+from assets.common.report import markdown_table
 
 PAIR_KEYS = ["task", "seed", "budget", "episode_seed"]
 BUDGET_ORDER = ["weak", "medium", "strong"]
@@ -276,6 +277,13 @@ def claim_readings(episodes: pd.DataFrame, spec_tasks: int = 3) -> list[str]:
                 lines.append(f"- Without {what} Dream-MPC scores {float(m[ablation]) - d:+.3f} higher on this model: "
                              f"the ablation claim does not hold here.")
     return lines
+
+
+def survey_lines(survey: pd.DataFrame) -> list[str]:
+    """The survey as markdown lines: readings, the table, and each failing run's gate notes
+    (REPORT.md's section and the probe CLI's output)."""
+    return [*survey_readings(survey), "", markdown_table(survey.drop(columns=["gate_notes"])), "",
+            *[f"- {r.task} seed {r.seed}: {r.gate_notes}" for r in survey.itertuples() if r.gate_notes]]
 
 
 def survey_readings(survey: pd.DataFrame) -> list[str]:

@@ -62,13 +62,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.action_repeat is not None:
         parser.error("--action-repeat applies to one task and seed (a survey uses the profile's repeats)")
-    from assets.common.report import markdown_table
-    from assets.dream_mpc.benchmark import survey_readings
+    from assets.dream_mpc.benchmark import survey_lines
 
-    frame = survey(args.tasks, args.seeds, args.profile, args.workers)
-    print("\n".join([*survey_readings(frame), "", markdown_table(frame.drop(columns=["gate_notes"])), "",
-                     *[f"- {r.task} seed {r.seed}: {r.gate_notes}" for r in frame.itertuples() if r.gate_notes]]),
-          flush=True)
+    print("\n".join(survey_lines(survey(args.tasks, args.seeds, args.profile, args.workers))), flush=True)
 
 
 if __name__ == "__main__":

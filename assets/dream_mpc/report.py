@@ -152,9 +152,7 @@ def build_report(eval_episodes: pd.DataFrame, world_model: dict, planner_microbe
     synth_tbl = synthetic.pivot_table(index=["planner", "optimisation_evaluations"], columns="action_dim",
                                       values="gap_closed").reset_index()
     if len(task_survey):
-        survey = [*benchmark.survey_readings(task_survey), "",
-                  markdown_table(task_survey.drop(columns=["gate_notes"])), "",
-                  *[f"- {r.task} seed {r.seed}: {r.gate_notes}" for r in task_survey.itertuples() if r.gate_notes], ""]
+        survey = [*benchmark.survey_lines(task_survey), ""]
     else:
         survey = ["No survey in this run (params task_survey is empty at this profile). Its opt-in command, the "
                   "same training and gate predicates outside Dagster: `python -m assets.dream_mpc.probe "
