@@ -144,7 +144,7 @@ def task_survey(context: dg.AssetExecutionContext, compute: ComputeResource) -> 
     p = paper.params(compute)
     config = {f: getattr(compute, f) for f in ("profile", "device", "threads", "deterministic", "base_seed",
                                                 "params_overrides")}
-    jobs = runs.survey_jobs(p, config)            # unknown task ids fail here, before any training
+    jobs = runs.survey_jobs(p.task_survey, config)            # unknown task ids fail here, before any training
     workers = compute.workers(len(jobs), p.workers)
     context.log.info(f"task survey: {len(jobs)} runs (task × seed) on {workers} worker process(es)")
     frame = runs.task_survey(jobs, workers, context.log.info)

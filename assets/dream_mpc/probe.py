@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from assets.dream_mpc.params import SurveyParams
@@ -40,13 +39,10 @@ def survey(tasks: list[str], seeds: list[int], profile: str = "cpu", workers: in
            log=print) -> pd.DataFrame:
     """The task_survey asset's table for tasks × seeds at `profile`, outside Dagster."""
     from assets.dream_mpc import runs
-    from assets.dream_mpc.params import load
     from resources.compute import ComputeResource
 
-    compute = ComputeResource(profile=profile)
-    jobs = runs.survey_jobs(replace(load(compute), task_survey=SurveyParams(tuple(tasks), tuple(seeds))),
-                            {"profile": profile})
-    return runs.task_survey(jobs, compute.workers(len(jobs), workers), log)
+    jobs = runs.survey_jobs(SurveyParams(tuple(tasks), tuple(seeds)), {"profile": profile})
+    return runs.task_survey(jobs, ComputeResource(profile=profile).workers(len(jobs), workers), log)
 
 
 def main(argv: list[str] | None = None) -> None:

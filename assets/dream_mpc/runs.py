@@ -26,7 +26,7 @@ from assets.dream_mpc.configs import (
     model_config,
     train_config,
 )
-from assets.dream_mpc.params import SLUG, DreamMPCParams
+from assets.dream_mpc.params import SLUG, DreamMPCParams, SurveyParams
 
 Log = Callable[[str], None]
 SeedFor = Callable[..., int]
@@ -384,13 +384,13 @@ def probe_job(job: dict) -> dict:
     return probe_run(job["task"], int(job["seed"]), compute, job.get("action_repeat"))
 
 
-def survey_jobs(params: DreamMPCParams, compute_config: dict) -> list[dict]:
-    """One probe job per task × seed of params task_survey; unknown task ids fail here,
-    before any training."""
+def survey_jobs(survey: SurveyParams, compute_config: dict) -> list[dict]:
+    """One probe job per task × seed of a survey (params task_survey, or the probe CLI's);
+    unknown task ids fail here, before any training."""
     from assets.dream_mpc import envs
 
     jobs = [{"task": str(t), "seed": int(s), "compute_config": compute_config}
-            for t in params.task_survey.tasks for s in params.task_survey.seeds]
+            for t in survey.tasks for s in survey.seeds]
     for job in jobs:
         envs.resolve_task(job["task"])
     return jobs

@@ -102,7 +102,7 @@ def test_task_survey_rejects_an_unknown_task_before_training(run, tmp_path, monk
     p = load(ComputeResource(profile="smoke", params_overrides={
         "dream_mpc": {"task_survey": {"tasks": ["pendulum-swingdown"], "seeds": [0]}}}))
     with pytest.raises(UnknownTaskError, match="pendulum-swingdown"):
-        runs.survey_jobs(p, {"profile": "smoke"})
+        runs.survey_jobs(p.task_survey, {"profile": "smoke"})
 
 
 def test_non_finite_transitions_stop_the_world_model(run, tmp_path, monkeypatch):
