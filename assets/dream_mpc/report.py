@@ -153,11 +153,13 @@ def build_report(eval_episodes: pd.DataFrame, world_model: dict, planner_microbe
                                       values="gap_closed").reset_index()
     if len(task_survey):
         survey = [*benchmark.survey_lines(task_survey), ""]
-    else:
+    elif unclaimed := [t for t in benchmark.SPEC_TASKS if t not in params.tasks]:
         survey = ["No survey in this run (params task_survey is empty at this profile). Its opt-in command, the "
                   "same training and gate predicates outside Dagster: `python -m assets.dream_mpc.probe "
-                  "pendulum-swingup reacher-easy --seeds 0 1 2 --workers 2`; the last measurement is in "
+                  f"{' '.join(unclaimed)} --seeds 0 1 2 --workers 2`; the last measurement is in "
                   "assets/dream_mpc/NOTES.md.", ""]
+    else:
+        survey = ["Every spec task is in the claims at this profile: nothing to survey.", ""]
     body = [
         "## Scale of this run", "", scale_text(params, env_catalog), "",
         "## Normalised score per task (strong checkpoint, mean over seeds × episodes)", "",
