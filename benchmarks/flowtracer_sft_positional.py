@@ -11,6 +11,15 @@ unseen depth-3–4 problems (`shallow_accuracy`, from the rl split), i.e. in dis
 
     .venv/bin/python benchmarks/flowtracer_sft_positional.py --positional alibi --steps 3000
     .venv/bin/python benchmarks/flowtracer_sft_positional.py --positional alibi --task arithchain
+
+`--pipeline SEED` replays the cpu pipeline's calibration for one of its SFT seeds (the seed
+`sft_steps` derives, e.g. 19764830; its stored `trace_dataset`, snapshots every 50 steps,
+stopping at the first one in `sft.band`), so a recipe change reads as calibrated steps that
+compare one to one with the stored run's. `--lr-drop-loss X --lr-drop F` multiply the lr by F
+from the first snapshot whose mean loss is under X on (an annealing probe; not in the pipeline):
+
+    .venv/bin/python benchmarks/flowtracer_sft_positional.py --positional alibi --pipeline 19764830 \
+        --steps 8000 --lr-drop-loss 0.25 --lr-drop 0.3
 """
 from __future__ import annotations
 
@@ -45,6 +54,10 @@ def main() -> None:
     parser.add_argument("--curriculum", type=int, default=-1, help="-1: the profile's")
     parser.add_argument("--task", default="regtrace", choices=["regtrace", "arithchain"])
     parser.add_argument("--train", type=int, default=0, help="training problems; 0: the profile's")
+    parser.add_argument("--pipeline", type=int, default=0,
+                        help="an SFT seed of the stored cpu run: its data, 50-step snapshots, stop in the band")
+    parser.add_argument("--lr-drop-loss", type=float, default=0.0, help="0: no lr drop")
+    parser.add_argument("--lr-drop", type=float, default=0.3)
     parser.add_argument("--out", default="")
     args = parser.parse_args()
 
@@ -58,7 +71,12 @@ def main() -> None:
     if args.train:
         p = dataclasses.replace(p, data=dataclasses.replace(p.data, train=args.train))
     task = tasks.get(p.data.task)
-    frame = R.dataset(p, np.random.default_rng(1234))
+    if args.pipeline:
+        import pandas as pd
+        frame = pd.read_parquet("data/flowtracer/trace_dataset.parquet")
+        args.seed, args.every = args.pipeline, p.sft.snapshot_every
+    else:
+        frame = R.dataset(p, np.random.default_rng(1234))
     train, val = R.split(frame, "train"), R.split(frame, "val").head(args.val)
     rl = R.split(frame, "rl")
     shallow = rl[rl["n_ops"] <= p.data.max_ops].head(args.val)
@@ -67,6 +85,9 @@ def main() -> None:
     model = P.build_model(**{**R.model_config(p), "d_model": d_model, "positional": args.positional}, task=task)
     curve = []
     start = time.perf_counter()
+    lr_scale = [1.0]
+    schedule = P.learning_rate      # the drop scales the profile's schedule (this process only)
+    P.learning_rate = lambda step, lr, warmup, decay, floor=0.1: schedule(step, lr, warmup, decay, floor) * lr_scale[0]
 
     def snapshot(step: int, loss: float) -> bool:
         acc, _ = P.accuracy(model, list(val["prompt"]), list(val["answer"]), R.max_new(p), task)
@@ -75,8 +96,12 @@ def main() -> None:
             point["shallow_accuracy"], _ = P.accuracy(model, list(shallow["prompt"]), list(shallow["answer"]),
                                                       R.max_new(p), task)
         curve.append({**point, "seconds": round(time.perf_counter() - start, 1)})
-        print(json.dumps({"positional": args.positional, "task": args.task, **curve[-1]}), flush=True)
-        return False
+        if args.lr_drop_loss and loss < args.lr_drop_loss and lr_scale[0] == 1.0:
+            lr_scale[0] = args.lr_drop
+            point["lr_drop"] = args.lr_drop
+        if not args.pipeline or step % 250 == 0 or "lr_drop" in point or p.sft.band[0] <= acc <= p.sft.band[1]:
+            print(json.dumps({"positional": args.positional, "task": args.task, **curve[-1], **point}), flush=True)
+        return bool(args.pipeline) and p.sft.band[0] <= acc <= p.sft.band[1]
 
     P.sft_train(model, P.sft_examples(train, task), args.steps, args.batch or p.sft.batch_size, args.lr or p.sft.lr,
                 p.sft.warmup, p.sft.curriculum if args.curriculum < 0 else args.curriculum, p.data.min_ops,
