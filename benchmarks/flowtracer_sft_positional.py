@@ -16,7 +16,9 @@ unseen depth-3–4 problems (`shallow_accuracy`, from the rl split), i.e. in dis
 `sft_steps` derives, e.g. 19764830; its stored `trace_dataset`, snapshots every 50 steps,
 stopping at the first one in `sft.band`), so a recipe change reads as calibrated steps that
 compare one to one with the stored run's. `--lr-drop-loss X --lr-drop F` multiply the lr by F
-from the first snapshot whose mean loss is under X on (an annealing probe; not in the pipeline):
+from the first snapshot whose mean loss is under X on (an annealing probe; not in the pipeline).
+`--answer-weight W` weighs the answer digit's target (the one after `#`) W times the others in
+the mean loss (not in the pipeline; the logged loss is then the weighted one):
 
     .venv/bin/python benchmarks/flowtracer_sft_positional.py --positional alibi --pipeline 19764830 \
         --steps 8000 --lr-drop-loss 0.25 --lr-drop 0.3
@@ -39,6 +41,23 @@ from assets.flowtracer.params import FlowtracerParams
 from resources.profiles import load_params
 
 
+class _AnswerWeighted:
+    """torch.nn.functional with cross_entropy weighing the target after a `#` target by `weight`:
+    sft_train passes its targets flattened row by row, so the answer digit follows `#`."""
+
+    def __init__(self, hash_id: int, weight: float):
+        self.hash_id, self.weight = hash_id, weight
+
+    def __getattr__(self, name):
+        return getattr(torch.nn.functional, name)
+
+    def cross_entropy(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        ce = torch.nn.functional.cross_entropy(logits, target, reduction="none")
+        w = torch.ones_like(ce)
+        w[1:][target[:-1] == self.hash_id] = self.weight
+        return (w * ce).sum() / w.sum()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--positional", default="learned", choices=["learned", "alibi", "learned+alibi"])
@@ -58,6 +77,7 @@ def main() -> None:
                         help="an SFT seed of the stored cpu run: its data, 50-step snapshots, stop in the band")
     parser.add_argument("--lr-drop-loss", type=float, default=0.0, help="0: no lr drop")
     parser.add_argument("--lr-drop", type=float, default=0.3)
+    parser.add_argument("--answer-weight", type=float, default=1.0, help="1: the pipeline's plain mean")
     parser.add_argument("--out", default="")
     args = parser.parse_args()
 
@@ -85,6 +105,8 @@ def main() -> None:
     model = P.build_model(**{**R.model_config(p), "d_model": d_model, "positional": args.positional}, task=task)
     curve = []
     start = time.perf_counter()
+    if args.answer_weight != 1.0:
+        P.F = _AnswerWeighted(task.TOKEN_ID["#"], args.answer_weight)    # sft_train's loss, this process only
     lr_scale = [1.0]
     schedule = P.learning_rate      # the drop scales the profile's schedule (this process only)
     P.learning_rate = lambda step, lr, warmup, decay, floor=0.1: schedule(step, lr, warmup, decay, floor) * lr_scale[0]
