@@ -18,7 +18,8 @@ stopping at the first one in `sft.band`), so a recipe change reads as calibrated
 compare one to one with the stored run's. `--lr-drop-loss X --lr-drop F` multiply the lr by F
 from the first snapshot whose mean loss is under X on (an annealing probe; not in the pipeline).
 `--answer-weight W` weighs the answer digit's target (the one after `#`) W times the others in
-the mean loss (not in the pipeline; the logged loss is then the weighted one):
+the mean loss (not in the pipeline; the logged loss is then the weighted one), from the start or,
+with `--answer-weight-loss X`, from the first snapshot whose mean loss is under X on:
 
     .venv/bin/python benchmarks/flowtracer_sft_positional.py --positional alibi --pipeline 19764830 \
         --steps 8000 --lr-drop-loss 0.25 --lr-drop 0.3
@@ -45,13 +46,15 @@ class _AnswerWeighted:
     """torch.nn.functional with cross_entropy weighing the target after a `#` target by `weight`:
     sft_train passes its targets flattened row by row, so the answer digit follows `#`."""
 
-    def __init__(self, hash_id: int, weight: float):
-        self.hash_id, self.weight = hash_id, weight
+    def __init__(self, hash_id: int, weight: float, active: bool = True):
+        self.hash_id, self.weight, self.active = hash_id, weight, active
 
     def __getattr__(self, name):
         return getattr(torch.nn.functional, name)
 
     def cross_entropy(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        if not self.active:     # the pipeline's loss, bit for bit
+            return torch.nn.functional.cross_entropy(logits, target)
         ce = torch.nn.functional.cross_entropy(logits, target, reduction="none")
         w = torch.ones_like(ce)
         w[1:][target[:-1] == self.hash_id] = self.weight
@@ -78,6 +81,7 @@ def main() -> None:
     parser.add_argument("--lr-drop-loss", type=float, default=0.0, help="0: no lr drop")
     parser.add_argument("--lr-drop", type=float, default=0.3)
     parser.add_argument("--answer-weight", type=float, default=1.0, help="1: the pipeline's plain mean")
+    parser.add_argument("--answer-weight-loss", type=float, default=0.0, help="0: the weight from the start")
     parser.add_argument("--out", default="")
     args = parser.parse_args()
 
@@ -105,8 +109,9 @@ def main() -> None:
     model = P.build_model(**{**R.model_config(p), "d_model": d_model, "positional": args.positional}, task=task)
     curve = []
     start = time.perf_counter()
+    weighted = _AnswerWeighted(task.TOKEN_ID["#"], args.answer_weight, active=not args.answer_weight_loss)
     if args.answer_weight != 1.0:
-        P.F = _AnswerWeighted(task.TOKEN_ID["#"], args.answer_weight)    # sft_train's loss, this process only
+        P.F = weighted      # sft_train's loss, this process only
     lr_scale = [1.0]
     schedule = P.learning_rate      # the drop scales the profile's schedule (this process only)
     P.learning_rate = lambda step, lr, warmup, decay, floor=0.1: schedule(step, lr, warmup, decay, floor) * lr_scale[0]
@@ -121,9 +126,13 @@ def main() -> None:
         if args.lr_drop_loss and loss < args.lr_drop_loss and lr_scale[0] == 1.0:
             lr_scale[0] = args.lr_drop
             point["lr_drop"] = args.lr_drop
-        if not args.pipeline or step % 250 == 0 or "lr_drop" in point or p.sft.band[0] <= acc <= p.sft.band[1]:
+        if args.answer_weight_loss and loss < args.answer_weight_loss and not weighted.active:
+            weighted.active = True
+            point["answer_weight"] = args.answer_weight
+        in_band = p.sft.band[0] <= acc <= p.sft.band[1]
+        if not args.pipeline or step % 250 == 0 or {"lr_drop", "answer_weight"} & point.keys() or in_band:
             print(json.dumps({"positional": args.positional, "task": args.task, **curve[-1], **point}), flush=True)
-        return bool(args.pipeline) and p.sft.band[0] <= acc <= p.sft.band[1]
+        return bool(args.pipeline) and in_band
 
     P.sft_train(model, P.sft_examples(train, task), args.steps, args.batch or p.sft.batch_size, args.lr or p.sft.lr,
                 p.sft.warmup, p.sft.curriculum if args.curriculum < 0 else args.curriculum, p.data.min_ops,
