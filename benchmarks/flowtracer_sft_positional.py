@@ -18,8 +18,8 @@ stopping at the first one in `sft.band`), so a recipe change reads as calibrated
 compare one to one with the stored run's. `--lr-drop-loss X --lr-drop F` multiply the lr by F
 from the first snapshot whose mean loss is under X on (an annealing probe; not in the pipeline).
 `--answer-weight W` weighs the answer digit's target (the one after `#`) W times the others in
-the mean loss (not in the pipeline; the logged loss is then the weighted one), from the start or,
-with `--answer-weight-loss X`, from the first snapshot whose mean loss is under X on:
+the mean loss, from the start or, with `--answer-weight-loss X`, from the first snapshot whose
+mean loss is under X on (`sft.answer_weight`, `sft.answer_weight_loss`):
 
     .venv/bin/python benchmarks/flowtracer_sft_positional.py --positional alibi --pipeline 19764830 \
         --steps 8000 --lr-drop-loss 0.25 --lr-drop 0.3
@@ -40,25 +40,6 @@ from assets.flowtracer import runs as R
 from assets.flowtracer import tasks
 from assets.flowtracer.params import FlowtracerParams
 from resources.profiles import load_params
-
-
-class _AnswerWeighted:
-    """torch.nn.functional with cross_entropy weighing the target after a `#` target by `weight`:
-    sft_train passes its targets flattened row by row, so the answer digit follows `#`."""
-
-    def __init__(self, hash_id: int, weight: float, active: bool = True):
-        self.hash_id, self.weight, self.active = hash_id, weight, active
-
-    def __getattr__(self, name):
-        return getattr(torch.nn.functional, name)
-
-    def cross_entropy(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        if not self.active:     # the pipeline's loss, bit for bit
-            return torch.nn.functional.cross_entropy(logits, target)
-        ce = torch.nn.functional.cross_entropy(logits, target, reduction="none")
-        w = torch.ones_like(ce)
-        w[1:][target[:-1] == self.hash_id] = self.weight
-        return (w * ce).sum() / w.sum()
 
 
 def main() -> None:
@@ -109,10 +90,7 @@ def main() -> None:
     model = P.build_model(**{**R.model_config(p), "d_model": d_model, "positional": args.positional}, task=task)
     curve = []
     start = time.perf_counter()
-    weighted = _AnswerWeighted(task.TOKEN_ID["#"], args.answer_weight, active=not args.answer_weight_loss)
-    if args.answer_weight != 1.0:
-        P.F = weighted      # sft_train's loss, this process only
-    lr_scale = [1.0]
+    lr_scale, weighted_from = [1.0], []
     schedule = P.learning_rate      # the drop scales the profile's schedule (this process only)
     P.learning_rate = lambda step, lr, warmup, decay, floor=0.1: schedule(step, lr, warmup, decay, floor) * lr_scale[0]
 
@@ -126,8 +104,9 @@ def main() -> None:
         if args.lr_drop_loss and loss < args.lr_drop_loss and lr_scale[0] == 1.0:
             lr_scale[0] = args.lr_drop
             point["lr_drop"] = args.lr_drop
-        if args.answer_weight_loss and loss < args.answer_weight_loss and not weighted.active:
-            weighted.active = True
+        trigger = args.answer_weight != 1.0 and args.answer_weight_loss
+        if trigger and not weighted_from and loss < args.answer_weight_loss:
+            weighted_from.append(step)      # sft_train's trigger: it weighs the answer from here on
             point["answer_weight"] = args.answer_weight
         in_band = p.sft.band[0] <= acc <= p.sft.band[1]
         if not args.pipeline or step % 250 == 0 or {"lr_drop", "answer_weight"} & point.keys() or in_band:
@@ -138,6 +117,8 @@ def main() -> None:
                 p.sft.warmup, p.sft.curriculum if args.curriculum < 0 else args.curriculum, p.data.min_ops,
                 p.data.max_ops, np.random.default_rng(args.seed), decay=p.sft.decay, on_snapshot=snapshot,
                 snapshot_every=args.every, weight_decay=args.weight_decay,
+                answer_weight=args.answer_weight, answer_weight_loss=args.answer_weight_loss,
+                answer_after=task.TOKEN_ID["#"],
                 beta2=args.beta2 or p.sft.beta2)
     if args.out:
         with open(args.out, "w") as fh:

@@ -53,6 +53,8 @@ class SFTParams:
     stable: int                     # the band must hold at this many consecutive snapshots (1: the rule)
     val_prompts: int                # validation prompts decoded at each snapshot
     beta2: float = 0.999            # AdamW β2 (0.98 tried: no budget gain on the pipeline's seeds; NOTES.md)
+    answer_weight: float = 1.0      # weight of the answer digit's target in the loss (1: plain mean)
+    answer_weight_loss: float = 0.0  # ... from the first snapshot with mean loss under this (0: from the start)
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,9 @@ class FlowtracerParams:
         if self.data.task == "regtrace" and self.data.held_out_ops is not None:
             raise ValueError("data.held_out_ops is ArithChain's (task: arithchain); RegTrace draws every split "
                              "from min_ops–max_ops")
+        if self.sft.answer_weight <= 0 or self.sft.answer_weight_loss < 0:
+            raise ValueError(f"sft.answer_weight must be > 0 and sft.answer_weight_loss ≥ 0, got "
+                             f"{self.sft.answer_weight} and {self.sft.answer_weight_loss}")
         low, high = self.sft.band
         if not 0 <= low <= high <= 1:
             raise ValueError(f"sft.band must satisfy 0 ≤ low ≤ high ≤ 1, got {self.sft.band}")

@@ -72,18 +72,41 @@ def learning_rate(step: int, lr: float, warmup: int, decay: int, floor: float = 
     return lr * scale
 
 
+def sft_loss(logits: torch.Tensor, tokens: torch.Tensor, target: torch.Tensor, answer_weight: float = 1.0,
+             answer_after: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(loss, plain mean cross-entropy) of next-token logits (b, L − 1, V) for tokens (b, L) on the
+    target mask (b, L − 1). loss = Σ w_t ℓ_t / Σ w_t with w_t = answer_weight where the input
+    token is `answer_after` (the answer digit follows `#`), 1 elsewhere; with answer_weight 1 it
+    is the plain mean itself."""
+    if answer_weight == 1.0:
+        plain = F.cross_entropy(logits[target], tokens[:, 1:][target])
+        return plain, plain
+    ce = F.cross_entropy(logits[target], tokens[:, 1:][target], reduction="none")
+    w = torch.where(tokens[:, :-1][target] == answer_after, answer_weight, 1.0).to(ce.dtype)
+    return (w * ce).sum() / w.sum(), ce.detach().mean()
+
+
 def sft_train(model: TinyLM, examples: Sequence[SFTExample], steps: int, batch_size: int, lr: float, warmup: int,
               curriculum: int, min_ops: int, max_ops: int, rng: np.random.Generator, decay: int = 0,
               on_snapshot: Callable[[int, float], bool] | None = None, snapshot_every: int = 0,
               log: Callable[[str], None] | None = None, weight_decay: float = 0.0,
-              beta2: float = 0.999) -> list[float]:
+              beta2: float = 0.999, answer_weight: float = 1.0, answer_weight_loss: float = 0.0,
+              answer_after: int | None = None) -> list[float]:
     """Next-token cross-entropy (nats/token) on trace tokens, AdamW (betas (0.9, beta2), weight_decay), the
     `learning_rate` schedule, gradient-norm clip 1, a shortest-problems-first curriculum.
     Every `snapshot_every` steps calls on_snapshot(step, mean recent loss); training stops
     early when it returns True.
-    Returns the per-step losses."""
+
+    answer_weight w ≠ 1: the answer's target (the one whose input token is `answer_after`, the
+    `#`) weighs w in a weighted mean, Σ w_t ℓ_t / Σ w_t, from the first snapshot whose mean loss
+    is under answer_weight_loss on (from the start when answer_weight_loss is 0); before that,
+    and with w = 1, the plain mean, bit for bit.
+    Returns the per-step losses (the plain mean cross-entropy, weighted or not)."""
     if not examples:
         raise ValueError("no SFT examples")
+    if answer_weight != 1.0 and answer_after is None:
+        raise ValueError("answer_weight needs answer_after (the token id before the answer)")
+    weighted = answer_weight != 1.0 and not answer_weight_loss
     n_ops = np.array([ex.n_ops for ex in examples])
     device = next(model.parameters()).device
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, beta2), weight_decay=weight_decay)
@@ -96,18 +119,23 @@ def sft_train(model: TinyLM, examples: Sequence[SFTExample], steps: int, batch_s
         for group in opt.param_groups:
             group["lr"] = learning_rate(step, lr, warmup, decay)
         logits = model(tokens[:, :-1]).logits
-        loss = F.cross_entropy(logits[target], tokens[:, 1:][target])
+        loss, plain = sft_loss(logits, tokens, target, answer_weight if weighted else 1.0, answer_after)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        losses.append(float(loss.detach()))
+        losses.append(float(plain.detach()))
         if log and step % max(1, steps // 10) == 0:
             log(f"SFT step {step}/{steps}: loss {np.mean(losses[-50:]):.3f}")
         if on_snapshot is not None and snapshot_every and step % snapshot_every == 0:
             model.eval()
-            stop = on_snapshot(step, float(np.mean(losses[-snapshot_every:])))
+            recent = float(np.mean(losses[-snapshot_every:]))
+            stop = on_snapshot(step, recent)
             model.train()
+            if answer_weight != 1.0 and not weighted and recent < answer_weight_loss:
+                weighted = True
+                if log:
+                    log(f"SFT step {step}: loss {recent:.3f} < {answer_weight_loss}: the answer weighs {answer_weight}")
             if stop:
                 break
     model.eval()

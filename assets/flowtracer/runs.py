@@ -97,7 +97,9 @@ def sft_job(job: dict, log: Log | None = None) -> dict:
     start = time.perf_counter()
     P.sft_train(model, examples, p.sft.max_steps, p.sft.batch_size, p.sft.lr, p.sft.warmup, p.sft.curriculum,
                 p.data.min_ops, p.data.max_ops, np.random.default_rng(job["seed"]), decay=p.sft.decay,
-                on_snapshot=snapshot, snapshot_every=p.sft.snapshot_every, beta2=p.sft.beta2)
+                on_snapshot=snapshot, snapshot_every=p.sft.snapshot_every, beta2=p.sft.beta2,
+                answer_weight=p.sft.answer_weight, answer_weight_loss=p.sft.answer_weight_loss,
+                answer_after=task.TOKEN_ID["#"])
     seconds = time.perf_counter() - start
     trained = curve[-1]["step"] if curve else p.sft.max_steps
     ref = save_checkpoint(Path(job["path"]), model.state_dict(), provenance=job["provenance"],

@@ -139,3 +139,48 @@ def test_a_grpo_step_runs_for_every_rule_and_keeps_the_weight_budget(rule):
         assert 1.0 <= stats["mean_weight"] < 1.25
         if stats["no_flow"] < 16:
             assert stats["conservation_error"] < 1e-9 and stats["absorbed_mass_error"] < 1e-9
+
+
+def test_sft_answer_weight_is_a_weighted_mean_from_its_trigger_on():
+    """w = 1 is the plain mean bit for bit; w ≠ 1 from the start changes the update; with a loss
+    trigger the run equals the plain one until the first snapshot under it, and differs after."""
+    hash_id = D.TOKEN_ID["#"]
+
+    def trained(steps=4, **kw):
+        torch.manual_seed(0)
+        model = tiny_model()
+        losses = P.sft_train(model, P.sft_examples(problems(16)), steps, 8, 3e-3, 0, 0, 4, 8,
+                             np.random.default_rng(0), answer_after=hash_id, snapshot_every=2,
+                             on_snapshot=lambda step, loss: False, **kw)
+        return torch.cat([q.detach().flatten() for q in model.parameters()]), losses
+
+    plain, plain_losses = trained()
+    assert torch.equal(plain, trained(answer_weight=1.0)[0])
+    assert not torch.equal(plain, trained(answer_weight=5.0)[0])
+    # a trigger no loss reaches: the plain run; one every loss reaches: plain for the first 2 steps only
+    assert torch.equal(plain, trained(answer_weight=5.0, answer_weight_loss=1e-9)[0])
+    late, late_losses = trained(answer_weight=5.0, answer_weight_loss=1e9)
+    assert late_losses[:2] == plain_losses[:2] and late_losses[2] == pytest.approx(plain_losses[2], rel=1e-6)
+    assert not torch.equal(plain, late)
+    with pytest.raises(ValueError, match="answer_after"):
+        P.sft_train(tiny_model(), P.sft_examples(problems(4)), 1, 2, 1e-3, 0, 0, 4, 8,
+                    np.random.default_rng(0), answer_weight=2.0)
+
+
+def test_the_answer_weight_is_the_closed_form_weighted_mean():
+    """sft_loss with weight w on the answer target: Σ w_t ℓ_t / Σ w_t over the trace targets, from
+    per-token cross-entropies computed directly; w = 1 is the plain mean."""
+    examples = P.sft_examples(problems(4, seed=5))
+    tokens, target = P.sft_batch(examples, np.arange(4))
+    torch.manual_seed(0)
+    logits = torch.randn((*tokens[:, :-1].shape, len(D.VOCAB)), dtype=torch.float64)
+    logp = torch.log_softmax(logits, dim=-1)
+    ce = -logp[:, :, :].gather(-1, tokens[:, 1:, None]).squeeze(-1)[target]
+    answer = (tokens[:, :-1] == D.TOKEN_ID["#"])[target]
+    assert int(answer.sum()) == 4                                   # one answer digit per trace
+    loss, plain = P.sft_loss(logits, tokens, target, 3.0, D.TOKEN_ID["#"])
+    expected = (ce[~answer].sum() + 3.0 * ce[answer].sum()) / (int((~answer).sum()) + 3.0 * 4)
+    assert float(loss) == pytest.approx(float(expected), rel=1e-12)
+    assert float(plain) == pytest.approx(float(ce.mean()), rel=1e-12)
+    one, one_plain = P.sft_loss(logits, tokens, target)
+    assert float(one) == float(one_plain) == pytest.approx(float(ce.mean()), rel=1e-12)
