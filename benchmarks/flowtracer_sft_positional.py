@@ -19,7 +19,8 @@ compare one to one with the stored run's. `--lr-drop-loss X --lr-drop F` multipl
 from the first snapshot whose mean loss is under X on (an annealing probe; not in the pipeline).
 `--answer-weight W` weighs the answer digit's target (the one after `#`) W times the others in
 the mean loss, from the start or, with `--answer-weight-loss X`, from the first snapshot whose
-mean loss is under X on (`sft.answer_weight`, `sft.answer_weight_loss`):
+mean loss is under X on (`sft.answer_weight`, `sft.answer_weight_loss`; sft_train applies it,
+and the printed loss column shows where it switches on):
 
     .venv/bin/python benchmarks/flowtracer_sft_positional.py --positional alibi --pipeline 19764830 \
         --steps 8000 --lr-drop-loss 0.25 --lr-drop 0.3
@@ -90,7 +91,7 @@ def main() -> None:
     model = P.build_model(**{**R.model_config(p), "d_model": d_model, "positional": args.positional}, task=task)
     curve = []
     start = time.perf_counter()
-    lr_scale, weighted_from = [1.0], []
+    lr_scale = [1.0]
     schedule = P.learning_rate      # the drop scales the profile's schedule (this process only)
     P.learning_rate = lambda step, lr, warmup, decay, floor=0.1: schedule(step, lr, warmup, decay, floor) * lr_scale[0]
 
@@ -104,12 +105,8 @@ def main() -> None:
         if args.lr_drop_loss and loss < args.lr_drop_loss and lr_scale[0] == 1.0:
             lr_scale[0] = args.lr_drop
             point["lr_drop"] = args.lr_drop
-        trigger = args.answer_weight != 1.0 and args.answer_weight_loss
-        if trigger and not weighted_from and loss < args.answer_weight_loss:
-            weighted_from.append(step)      # sft_train's trigger: it weighs the answer from here on
-            point["answer_weight"] = args.answer_weight
         in_band = p.sft.band[0] <= acc <= p.sft.band[1]
-        if not args.pipeline or step % 250 == 0 or {"lr_drop", "answer_weight"} & point.keys() or in_band:
+        if not args.pipeline or step % 250 == 0 or "lr_drop" in point or in_band:
             print(json.dumps({"positional": args.positional, "task": args.task, **curve[-1], **point}), flush=True)
         return bool(args.pipeline) and in_band
 

@@ -175,7 +175,7 @@ def test_the_answer_weight_is_the_closed_form_weighted_mean():
     torch.manual_seed(0)
     logits = torch.randn((*tokens[:, :-1].shape, len(D.VOCAB)), dtype=torch.float64)
     logp = torch.log_softmax(logits, dim=-1)
-    ce = -logp[:, :, :].gather(-1, tokens[:, 1:, None]).squeeze(-1)[target]
+    ce = -logp.gather(-1, tokens[:, 1:, None]).squeeze(-1)[target]
     answer = (tokens[:, :-1] == D.TOKEN_ID["#"])[target]
     assert int(answer.sum()) == 4                                   # one answer digit per trace
     loss, plain = P.sft_loss(logits, tokens, target, 3.0, D.TOKEN_ID["#"])
