@@ -19,6 +19,8 @@ export PYTHONPATH := $(CURDIR)
 # Project environment. torch first, from the local CPU wheel: an unpinned torch would pull
 # a multi-GB CUDA build. The generic top-level packages are not installed (packages = []).
 $(VENV)/.installed: pyproject.toml
+	@free=$$(df -Pk . | awk 'NR==2 {print int($$4 / 1048576)}'); [ "$$free" -ge 4 ] || \
+	  echo "warning: $$free GiB free here; .venv and .venv-dvc take about 3.3 GiB: the install may fail" >&2
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet torch==2.13.0
 	$(VENV)/bin/python -m pip install --quiet -e '.[test]'
