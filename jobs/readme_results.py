@@ -4,7 +4,7 @@
     python -m jobs.readme_results --print  # print them instead
 
 Per paper, the block between `<!-- results:<slug> -->` and `<!-- /results:<slug> -->` gets a
-heading (claims held, the command, the wall time of the last successful job run at the
+heading (holds / refuted / inconclusive, the command, the wall time of the last successful job run at the
 profile, from the `runs` table) and the claims table; the hand-written explanation after the
 block is left alone. The summary line between `<!-- results:summary -->` and
 `<!-- /results:summary -->` counts the claims. Only the profile DVC reproduces (cpu) is written.
@@ -17,7 +17,9 @@ import sys
 
 import pandas as pd
 
+from assets.common.claims import HOLDS, INCONCLUSIVE, OUTCOMES, REFUTED, SYMBOL
 from jobs.papers import PAPERS
+from jobs.platform import scorecard_summary, totals_line
 from resources.profiles import REPO_ROOT, load_all_params
 
 README = REPO_ROOT / "README.md"
@@ -34,27 +36,33 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def counts_text(counted: pd.DataFrame) -> str:
+    """'2 hold · 1 refuted · 3 inconclusive' over counted claim rows (column `verdict`)."""
+    n = {v: int((counted["verdict"] == v).sum()) for v in OUTCOMES}
+    return f"{n[HOLDS]} hold · {n[REFUTED]} refuted · {n[INCONCLUSIVE]} inconclusive"
+
+
 def paper_block(slug: str, claims: pd.DataFrame, runs: pd.DataFrame, profile: str) -> str:
     own = claims[(claims["paper"] == slug) & (claims["profile"] == profile)]
     counted = own[own["kind"] == "claim"]
-    held = int(counted["holds"].fillna(False).astype(bool).sum())
     done = runs[(runs["paper"] == slug) & (runs["profile"] == profile) & (runs["status"] == "success")]
     wall = _duration(done["wall_seconds"].iloc[-1] if len(done) else None)
-    lines = [f"### {slug} — {held}/{len(counted)} hold · `.venv/bin/python -m jobs.run {slug} --profile {profile}` "
-             f"· {wall}", "", "| claim | paper says | we measured | seeds | holds |", "|---|---|---|---|---|"]
+    lines = [f"### {slug} — {counts_text(counted)} · `.venv/bin/python -m jobs.run {slug} --profile {profile}` "
+             f"· {wall}", "", "| claim | paper says | we measured | seeds | verdict |", "|---|---|---|---|---|"]
     for row in own.sort_values(["kind", "claim_id"]).itertuples():
-        verdict = ("✅" if row.holds else "❌") if row.kind == "claim" else "report-only"
+        verdict = f"{SYMBOL[row.verdict]} {row.verdict}" if row.kind == "claim" else row.verdict
+        if row.kind == "claim" and isinstance(getattr(row, "premise", ""), str) and "(FAILED)" in row.premise:
+            verdict += f" (premise: {row.premise})"
         lines.append(f"| {row.claim_id} | {_cell(row.paper_value)} | {_cell(row.measured_value)} | "
-                     f"{_cell(row.seeds or '—')} | {verdict} |")
+                     f"{_cell(row.seeds or '—')} | {_cell(verdict)} |")
     return "\n".join(lines)
 
 
 def summary_line(claims: pd.DataFrame, profile: str) -> str:
     own = claims[claims["profile"] == profile]
-    counted = own[own["kind"] == "claim"]
-    papers = sorted(set(own["paper"]) & set(PAPERS), key=list(PAPERS).index)
-    return (f"**{int(counted['holds'].fillna(False).astype(bool).sum())}/{len(counted)} claims hold** across "
-            f"{len(papers)} papers ({int((own['kind'] == 'observation').sum())} report-only observations not counted).")
+    papers = [p for p in PAPERS if p in set(own["paper"])]
+    summary = scorecard_summary(own[own["paper"].isin(papers)])
+    return totals_line(summary) + "."
 
 
 def render(text: str, claims: pd.DataFrame, runs: pd.DataFrame, profile: str) -> str:

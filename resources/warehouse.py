@@ -45,7 +45,9 @@ SCHEMA: dict[str, list[tuple[str, str]]] = {
                ("passed", "BOOLEAN"), ("blocking", "BOOLEAN"), ("detail", "VARCHAR"),
                ("run_id", "VARCHAR")],
     "claims": [("paper", "VARCHAR"), ("claim_id", "VARCHAR"), ("kind", "VARCHAR"), ("claim", "VARCHAR"),
-               ("paper_value", "VARCHAR"), ("measured_value", "VARCHAR"), ("holds", "BOOLEAN"),
+               ("paper_value", "VARCHAR"), ("measured_value", "VARCHAR"), ("verdict", "VARCHAR"),
+               ("premise", "VARCHAR"), ("ci", "VARCHAR"), ("estimate", "DOUBLE"), ("ci_low", "DOUBLE"),
+               ("ci_high", "DOUBLE"), ("margin", "DOUBLE"), ("rule", "VARCHAR"), ("reason", "VARCHAR"),
                ("seeds", "VARCHAR"), ("detail", "VARCHAR"), ("volatile", "BOOLEAN"),
                ("profile", "VARCHAR"), ("run_id", "VARCHAR")],
 }

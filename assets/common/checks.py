@@ -18,6 +18,7 @@ from typing import Any, Callable
 import dagster as dg
 import pandas as pd
 
+from assets.common.claims import HOLDS, REFUTED
 from assets.common.findings import as_finding
 from resources.warehouse import write_result_rows
 
@@ -107,11 +108,12 @@ def gate(slug: str, asset: dg.AssetKey | dg.AssetsDefinition, name: str, descrip
 
 def claim_checks(slug: str, report: dg.AssetKey | dg.AssetsDefinition,
                  claim_ids: list[str]) -> list[dg.AssetChecksDefinition]:
-    """One ERROR-severity, non-blocking check per paper claim, read from the report value.
+    """One non-blocking check per paper claim, read from the report value.
 
-    The report asset's value is a dict with "claims": [{claim_id, claim, paper_value,
-    measured_value, holds, detail, ...}, ...]. A claim missing from the report fails its check.
-    Observations (report-only rows) get no check: they are never red or green.
+    The report asset's value is a dict with "claims": [Claim.row(), ...]. The check passes when the
+    claim holds, fails with severity ERROR when it is refuted and WARN when it is inconclusive (the
+    data cannot tell, or its premise failed); the premise and the CI are in its metadata. A claim
+    missing from the report fails its check. Observations and sanity rows get no check.
     """
     key = report.key if isinstance(report, dg.AssetsDefinition) else report
 
@@ -121,14 +123,16 @@ def claim_checks(slug: str, report: dg.AssetKey | dg.AssetsDefinition,
             if claim_id not in claims:
                 return check_result(False, f"claim {claim_id} was not evaluated by the report")
             c = claims[claim_id]
-            msg = (f"paper: {c['paper_value']} | ours ({value.get('profile', '?')} profile): "
+            outcome = c["verdict"]
+            msg = (f"{outcome} — paper: {c['paper_value']} | ours ({value.get('profile', '?')} profile): "
                    f"{c['measured_value']}" + (f" — {c['detail']}" if c.get("detail") else ""))
-            return dg.AssetCheckResult(passed=bool(c["holds"]), severity=dg.AssetCheckSeverity.ERROR,
-                                       description=msg,
-                                       metadata={"claim": c["claim"], "paper_value": c["paper_value"],
+            severity = dg.AssetCheckSeverity.ERROR if outcome == REFUTED else dg.AssetCheckSeverity.WARN
+            return dg.AssetCheckResult(passed=outcome == HOLDS, severity=severity, description=msg,
+                                       metadata={"verdict": outcome, "claim": c["claim"],
+                                                 "paper_value": c["paper_value"],
                                                  "measured_value": c["measured_value"],
-                                                 "holds": bool(c["holds"]), "seeds": c.get("seeds", ""),
-                                                 "detail": c.get("detail", "")})
+                                                 "ci": c.get("ci", ""), "premise": c.get("premise") or "none",
+                                                 "seeds": c.get("seeds", ""), "detail": c.get("detail", "")})
 
         return gate(slug, key, f"claim_{claim_id}", f"Paper claim {claim_id}", evaluate, blocking=False)
 

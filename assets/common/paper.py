@@ -145,9 +145,9 @@ class Paper:
                                      f"the paper declares {sorted(declared)}")
         kinds = {c.claim_id: c.kind for c in report.claims}
         wrong = [i for i in self._claims if kinds[i] != "claim"] + [i for i in self._observations
-                                                                      if kinds[i] != "observation"]
+                                                                      if kinds[i] == "claim"]
         if wrong:
-            raise PaperContractError(f"{self.slug}: {wrong} have the wrong kind (claim vs observation)")
+            raise PaperContractError(f"{self.slug}: {wrong} have the wrong kind (claim vs observation or sanity)")
         return publish(context, self.slug, compute, artifacts, report)
 
     def define(self, *, assets: Sequence[dg.AssetsDefinition], checks: Sequence[dg.AssetChecksDefinition],

@@ -38,8 +38,9 @@ def publish(context: dg.AssetExecutionContext, slug: str, compute: ComputeResour
     """Write the report's files and rows, log every claim, attach UI metadata; returns the
     report asset's value (the claims payload)."""
     for c in report.claims:
-        verdict = ("report-only" if c.kind != CLAIM else "holds" if c.holds else "DOES NOT HOLD")
-        context.log.info(f"claim {c.claim_id}: {verdict} — {c.measured_value}")
+        premise = f" (premise: {c.premise})" if c.premise else ""
+        context.log.info(f"claim {c.claim_id}: {c.verdict.upper() if c.kind == CLAIM else c.verdict} — "
+                         f"{c.measured_value}{premise}")
     prov = compute.provenance(slug)
     paths = write_report(slug=slug, profile=compute.profile, params_hash=prov["params_hash"],
                          run={"run_id": context.run_id, "git_sha": git_sha()}, report=report,
@@ -47,7 +48,7 @@ def publish(context: dg.AssetExecutionContext, slug: str, compute: ComputeResour
                          notes=notes_text(slug))
     metadata: dict[str, Any] = {
         "claims": dg.MetadataValue.md(claims_markdown(report.claims)),
-        "claims_holding": holding(report.claims),
+        "verdicts": holding(report.claims),
         "report": dg.MetadataValue.path(_rel(paths["report"])),
         "git_sha": git_sha(), **prov,
     }

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from assets.common.claims import CLAIM, OBSERVATION, Claim
+from assets.common.claims import CLAIM, HOLDS, INCONCLUSIVE, OUTCOMES, REFUTED, ROW_COLUMNS, SYMBOL, Claim
 from assets.common.plotting import save_figure
 from resources.artifacts import data_ref, write_json
 from resources.versioning import file_md5
@@ -37,8 +37,8 @@ class Report:
     claims: every Claim (kind claim or observation; volatile ones are wall-clock measured).
     body: markdown after the claims table. figures: {name: matplotlib Figure} → plots/.
     metrics: tidy rows (METRIC_COLUMNS) for the warehouse. dvc_metrics: metrics.json content
-    (claims_holding / claims_total are added). thresholds: rows (name, seed, dataset, method,
-    value). timings: wall-clock metric rows (METRIC_COLUMNS), with timing_body and
+    (claims_holds / claims_refuted / claims_inconclusive / claims_total are added). thresholds:
+    rows (name, seed, dataset, method, value). timings: wall-clock metric rows (METRIC_COLUMNS), with timing_body and
     timing_figures, a run record in data/runs/<slug>/TIMINGS.md. payload: extra keys of the
     report asset's value.
     """
@@ -83,20 +83,29 @@ def markdown_table(frame: pd.DataFrame, digits: int = 3) -> str:
 
 
 def claims_markdown(claims: list[Claim]) -> str:
+    """The claims table: verdict, the paper's value next to ours, the CI and the premise."""
     frame = pd.DataFrame([{"claim": c.claim_id, "what": c.claim, "paper": c.paper_value,
                            "ours": c.measured_value, "seeds": c.seeds or "—",
-                           "holds": c.holds if c.kind == CLAIM else "report-only"} for c in claims])
+                           "verdict": f"{SYMBOL[c.verdict]} {c.verdict}" if c.kind == CLAIM else c.verdict,
+                           "premise": c.premise or "—"} for c in claims])
     return markdown_table(frame)
 
 
+def verdict_counts(claims: list[Claim]) -> dict[str, int]:
+    """{holds, refuted, inconclusive: n} over the counted claims."""
+    counted = [c.verdict for c in claims if c.kind == CLAIM]
+    return {v: counted.count(v) for v in OUTCOMES}
+
+
 def holding(claims: list[Claim]) -> str:
-    counted = [c for c in claims if c.kind == CLAIM]
-    return f"{sum(bool(c.holds) for c in counted)}/{len(counted)}"
+    """'2 holds · 1 refuted · 3 inconclusive (of 6)'."""
+    n = verdict_counts(claims)
+    return f"{n[HOLDS]} holds · {n[REFUTED]} refuted · {n[INCONCLUSIVE]} inconclusive (of {sum(n.values())})"
 
 
 def _claim_rows(claims: list[Claim], slug: str, profile: str) -> pd.DataFrame:
-    return pd.DataFrame([{**asdict(c), "paper": slug, "profile": profile} for c in claims],
-                        columns=[*Claim.__dataclass_fields__, "paper", "profile"])
+    return pd.DataFrame([{**c.row(), "paper": slug, "profile": profile} for c in claims],
+                        columns=[*ROW_COLUMNS, "paper", "profile"])
 
 
 def report_markdown(slug: str, profile: str, params_hash: str, report: Report, notes: str,
@@ -104,7 +113,7 @@ def report_markdown(slug: str, profile: str, params_hash: str, report: Report, n
     """REPORT.md: claims, observations, body, how we differ from the paper, figures."""
     stable = [c for c in report.claims if not c.volatile]
     claims = [c for c in stable if c.kind == CLAIM]
-    observations = [c for c in stable if c.kind == OBSERVATION]
+    observations = [c for c in stable if c.kind != CLAIM]
     timed = [c for c in report.claims if c.volatile]
     lines = [f"# {slug} — benchmark report ({profile} profile)", "", f"params {params_hash}", "",
              "## Claims", "", claims_markdown(claims) if claims else "No claims.", ""]
@@ -112,7 +121,9 @@ def report_markdown(slug: str, profile: str, params_hash: str, report: Report, n
         lines += [f"Measured from wall-clock time, so recorded per run in `data/runs/{slug}/TIMINGS.md`: "
                   + ", ".join(c.claim_id for c in timed) + ".", ""]
     if observations:
-        lines += ["## Report-only observations", "", "Shown for context; they never count in the scorecard.", "",
+        lines += ["## Report-only observations and sanity rows", "",
+                  "Shown for context; they never count in the scorecard. A sanity row is true by construction "
+                  "(an identity, or a property a blocking gate enforces).", "",
                   claims_markdown(observations), ""]
     if report.body:
         lines += [report.body.strip(), ""]
@@ -135,7 +146,8 @@ def write_report(*, slug: str, profile: str, params_hash: str, run: dict[str, An
     stable = [c for c in report.claims if not c.volatile]
     counted = [c for c in stable if c.kind == CLAIM]
     metrics_json = write_json(report_dir / "metrics.json", {
-        **report.dvc_metrics, "claims_holding": sum(bool(c.holds) for c in counted), "claims_total": len(counted)})
+        **report.dvc_metrics, **{f"claims_{v}": n for v, n in verdict_counts(counted).items()},
+        "claims_total": len(counted)})
 
     if report.metrics is not None and len(report.metrics):
         write_result_rows(slug, "metrics", report.metrics[METRIC_COLUMNS].assign(paper=slug))
@@ -180,5 +192,5 @@ def write_report(*, slug: str, profile: str, params_hash: str, run: dict[str, An
 
 def report_payload(report: Report, profile: str) -> dict[str, Any]:
     """The report asset's value: what claim checks and the scorecard read."""
-    return {"profile": profile, "claims": [asdict(c) for c in report.claims], **report.payload}
+    return {"profile": profile, "claims": [c.row() for c in report.claims], **report.payload}
 

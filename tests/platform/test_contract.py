@@ -10,7 +10,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from assets.common.claims import Claim, comparative_claim, observation, paired_ci, seeds_label
+from assets.common.claims import (
+    Claim,
+    Premise,
+    comparative_claim,
+    judged,
+    observation,
+    paired_ci,
+    seeds_label,
+    verdict,
+)
 from assets.common.findings import Finding, as_finding, finding
 from assets.common.paper import Paper, PaperContractError
 from assets.common.params import ParamsError, parse
@@ -94,25 +103,28 @@ def test_comparative_claim_holds_only_when_the_interval_excludes_the_wrong_side(
     better = [0.60, 0.62, 0.61, 0.63, 0.60]
     base = [0.50, 0.52, 0.50, 0.51, 0.52]
     assert comparative_claim("beats", "A beats B", "+0.1", better, base, seeds=range(5)).holds
-    # a higher mean whose interval straddles zero does not hold
+    # a higher mean whose interval straddles zero is inconclusive, not refuted
     noisy = [0.9, 0.1, 0.8, 0.2, 0.7]
     claim = comparative_claim("beats", "A beats B", "+0.1", noisy, [0.5] * 5, seeds=range(5))
-    assert np.mean(noisy) > 0.5 and not claim.holds and "CI" in claim.measured_value
+    assert np.mean(noisy) > 0.5 and claim.verdict == "inconclusive" and "CI" in claim.measured_value
     assert claim.seeds == "0–4 (5)"
-    # non-inferiority: A ≥ B − 0.02
-    assert comparative_claim("ni", "A no worse", "≥ −0.02", base, better, margin=-0.2).holds
-    assert not comparative_claim("ni", "A no worse", "≥ −0.02", base, better, margin=-0.02).holds
+    # non-inferiority: A ≥ B − m
+    assert comparative_claim("ni", "A no worse", "≥ −0.2", base, better, rule="no_worse", margin=0.2).holds
+    assert comparative_claim("ni", "A no worse", "≥ −0.02", base, better, rule="no_worse",
+                             margin=0.02).verdict == "refuted"
     # "less": A's error below B's
     assert comparative_claim("lower", "A lower", "<", base, better, expect="less").holds
+    with pytest.raises(ValueError, match="margin ≥ 0"):
+        comparative_claim("ni", "A no worse", "≥ −0.02", base, better, margin=-0.02)
 
 
 def test_claim_rows_validate_their_kind_and_id():
     with pytest.raises(ValueError, match="snake_case"):
-        Claim("V1_params", "c", "p", "m", True)
-    with pytest.raises(ValueError, match="holds must be a bool"):
-        Claim("x", "c", "p", "m", None)
+        Claim("V1_params", "c", "p", "m", None, kind="observation")
+    with pytest.raises(ValueError, match="judgement"):
+        Claim("x", "c", "p", "m", True)
     row = observation("trend", "c", "p", "m")
-    assert row.kind == "observation" and row.holds is None
+    assert row.kind == "observation" and row.holds is None and row.verdict == "report-only"
     assert seeds_label([3, 0, 7]) == "0, 3, 7 (3)"
 
 
@@ -136,7 +148,7 @@ def _paper_with(check_fn, blocking=True):
     @paper.asset()
     def benchmark_report(numbers: pd.DataFrame) -> dict:
         return {"profile": "smoke", "claims": [
-            {"claim_id": "finite", "claim": "c", "paper_value": "p", "measured_value": "m", "holds": True}]}
+            {"claim_id": "finite", "claim": "c", "paper_value": "p", "measured_value": "m", "verdict": "holds"}]}
 
     return paper.define(assets=[numbers, benchmark_report],
                         checks=[paper.gate(numbers, "finite", "x finite", check_fn, blocking=blocking)],
@@ -152,6 +164,36 @@ def test_a_failing_predicate_blocks_downstream_and_is_recorded(data_dir):
     materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
     assert materialized == {"probe_paper/numbers"}
     assert (data_dir / "runs" / "probe_paper" / "checks_numbers_finite.parquet").exists()
+
+
+def test_claim_checks_pass_on_holds_error_on_refuted_warn_on_inconclusive():
+    """The UI's claim checks: holds passes; refuted fails with ERROR; inconclusive fails with WARN,
+    with the premise and the CI in the metadata."""
+    paper = Paper("verdict_probe")
+    premise = Premise("policy beats random: paired CI lower bound > 0", "Δ +0.01 [−0.02, +0.04]", False)
+    rows = [judged("a", "c", "p", "m", verdict(0.2, 0.1, 0.3, margin=0.1)),
+            judged("b", "c", "p", "m", verdict(-0.2, -0.3, -0.1, margin=0.1)),
+            judged("c", "c", "p", "m", verdict(0.2, 0.1, 0.3, margin=0.1, premises=premise))]
+
+    @paper.asset()
+    def numbers() -> pd.DataFrame:
+        return pd.DataFrame({"x": [1.0]})
+
+    @paper.asset()
+    def benchmark_report(numbers: pd.DataFrame) -> dict:
+        return {"profile": "smoke", "claims": [r.row() for r in rows]}
+
+    defn = paper.define(assets=[numbers, benchmark_report],
+                        checks=[paper.gate(numbers, "finite", "x finite", lambda frame: [])],
+                        claims=["a", "b", "c"])
+    result = dg.materialize([*defn.assets, *defn.asset_checks], raise_on_error=False,
+                            resources={"io_manager": PaperlabIOManager()})
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert checks["claim_a"].passed and checks["claim_a"].metadata["verdict"].value == "holds"
+    assert not checks["claim_b"].passed and checks["claim_b"].severity == dg.AssetCheckSeverity.ERROR
+    assert not checks["claim_c"].passed and checks["claim_c"].severity == dg.AssetCheckSeverity.WARN
+    assert "FAILED" in checks["claim_c"].metadata["premise"].value
+    assert checks["claim_c"].metadata["ci"].value == "[+0.1, +0.3]"
 
 
 @pytest.mark.parametrize("mutate, message", [

@@ -92,7 +92,8 @@ def test_an_older_table_layout_is_rebuilt(data_dir):
     write_result_rows("b", "metrics", _metrics("b", 2))
     assert wh.load()["claims"] == 0
     columns = wh.query("SELECT column_name FROM information_schema.columns WHERE table_name = 'claims'")
-    assert "kind" in set(columns["column_name"])
+    assert {"kind", "verdict", "premise", "ci"} <= set(columns["column_name"])
+    assert "holds" not in set(columns["column_name"])
 
 
 def _load_in_process(db_path, root, barrier):
