@@ -14,7 +14,7 @@ export GX_ANALYTICS_ENABLED := false
 export DAGSTER_DISABLE_TELEMETRY := 1
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: venv reproduce test lint ui dvc-repro bench clean-data readme-results
+.PHONY: venv reproduce test lint ui dvc-repro bench clean-data readme-results results results-diff
 
 # Project environment. torch first, from the local CPU wheel: an unpinned torch would pull
 # a multi-GB CUDA build. The generic top-level packages are not installed (packages = []).
@@ -50,6 +50,14 @@ reproduce: venv
 test: venv
 	$(VENV)/bin/python -m pytest -m dask
 	$(VENV)/bin/python -m pytest -m "not dask" -n $(TEST_WORKERS) --dist loadgroup
+
+## make results: the results record in git (results/) from the warehouse; make reproduce ends with it
+results: venv
+	$(VENV)/bin/python -m jobs.results
+
+## make results-diff: the claims whose verdict changed against the committed results/claims.csv
+results-diff: venv
+	$(VENV)/bin/python -m jobs.results --diff
 
 ## make readme-results: the README's results blocks from the warehouse (claims + runs tables)
 readme-results: venv

@@ -90,7 +90,11 @@ def render() -> str:
               "# One stage per paper (the Dagster job of its group, run by jobs.run); `make reproduce`\n"
               "# (jobs.reproduce) asks DVC which stages changed and runs only those, then the warehouse.\n"
               "# Run records (run ids, wall time) live in data/runs/, outside every stage's outputs.\n")
-    body = {"stages": {slug: stage(slug) for slug in PAPERS}}
+    body = {"stages": {slug: stage(slug) for slug in PAPERS},
+            # the results record in git (jobs.results): `dvc metrics diff` / `dvc plots diff` compare commits
+            "metrics": ["results/metrics.json"],
+            "plots": [{"results/runs.csv": {"x": "paper", "y": "wall_seconds", "template": "bar_horizontal"}},
+                      "results/scorecard.png"]}
     import yaml
 
     return header + yaml.safe_dump(body, sort_keys=False, width=120)

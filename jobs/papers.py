@@ -47,12 +47,6 @@ def load_paper(slug: str) -> Any:
         raise AttributeError(f"{PAPERS[slug]} does not export PAPER (see the README, 'Adding a paper')")
     return module.PAPER
 
-# external inputs a paper reads when present (relative to the repository root, never
-# committed); jobs.reproduce fingerprints them so a change of the files reruns the paper
-INPUTS: dict[str, list[str]] = {
-    "pac_labels": ["../shared/pac_labels"],
-}
-
 
 def load_papers() -> dict[str, Any]:
     return {slug: load_paper(slug) for slug in PAPERS}

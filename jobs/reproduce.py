@@ -116,6 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     print("\n▶ warehouse and scorecard", flush=True)
     ok = execute("warehouse", profile)
     print_scorecard()
+    if cached and ok:
+        from jobs import results
+
+        print("\n▶ results record (results/) and the verdicts that changed", flush=True)
+        ok = results.main([]) == 0
     print(f"paperlab: ran {', '.join(todo) or 'nothing'}; up to date {', '.join(fresh) or 'none'}; "
           f"failed {', '.join(failed) or 'none'} — {_duration(time.monotonic() - start)}", flush=True)
     return 0 if ok and not failed else 1

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
+import platform
 import sys
 import threading
 import time
@@ -30,6 +31,18 @@ DAGSTER_HOME_DEFAULT = REPO_ROOT / ".dagster"
 # Step processes fork from a server that imported the code location once: a spawned step
 # process would spend ~6 s importing every paper before doing anything.
 FORKSERVER = {"config": {"multiprocess": {"start_method": {"forkserver": {"preload_modules": ["jobs.definitions"]}}}}}
+
+
+def machine() -> dict:
+    """This machine as the run record names it: cores and CPU model."""
+    model = ""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return {"cores": os.cpu_count(), "cpu_model": model or platform.processor() or platform.machine()}
 
 
 class CpuMeter:
@@ -153,7 +166,7 @@ def execute(target: str, profile: str, dask: str | None = None) -> bool:
                                    "cpu_seconds": round(meter.cpu_seconds, 1),
                                    "load_start": round(meter.load_start[0], 2),
                                    "load_end": round(meter.load_end[0], 2),
-                                   "status": status, "started_at": started})
+                                   "status": status, "started_at": started, **machine()})
     print(f"=== {name}: {'success' if result.success else 'FAILED'} in {took:.0f} s, "
           f"{meter.cpu_seconds:.0f} CPU s, load {meter.load_start[0]:.1f} → {meter.load_end[0]:.1f} "
           f"(run {result.run_id}) ===", flush=True)
