@@ -12,63 +12,15 @@ two text papers, not all of them. No Dagster import.
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import sys
 from pathlib import Path
 
 from jobs.papers import INPUTS, PAPERS
 from resources.profiles import REPO_ROOT
+from resources.versioning import shared_dependencies
 
 DVC_YAML = REPO_ROOT / "dvc.yaml"
-SHARED_PACKAGES = ("assets.common", "resources")
-
-
-def _module_file(module: str) -> Path | None:
-    base = REPO_ROOT.joinpath(*module.split("."))
-    if base.with_suffix(".py").is_file():
-        return base.with_suffix(".py")
-    if (base / "__init__.py").is_file():
-        return base / "__init__.py"
-    return None
-
-
-def _imports(path: Path) -> set[str]:
-    """Modules a file imports (absolute names), `from pkg import sub` resolved to pkg.sub."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
-            found |= {f"{node.module}.{alias.name}" for alias in node.names
-                      if _module_file(f"{node.module}.{alias.name}")}
-    return found
-
-
-def shared_dependencies(slug: str) -> list[str]:
-    """Files under assets/common and resources/ that the paper's code reaches (sorted)."""
-    todo = sorted((REPO_ROOT / "assets" / slug).rglob("*.py"))
-    seen: set[Path] = set()
-    shared: set[Path] = set()
-    while todo:
-        path = todo.pop()
-        if path in seen:
-            continue
-        seen.add(path)
-        for module in _imports(path):
-            if not module.startswith(SHARED_PACKAGES):
-                continue
-            file = _module_file(module)
-            if file is not None:
-                shared.add(file)
-                todo.append(file)
-            parent = _module_file(module.rsplit(".", 1)[0])   # package __init__ runs first
-            if parent is not None and parent not in shared:
-                shared.add(parent)
-                todo.append(parent)
-    return sorted(p.relative_to(REPO_ROOT).as_posix() for p in shared)
 
 
 def stage(slug: str) -> dict:

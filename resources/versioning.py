@@ -5,6 +5,7 @@ hash in Dagster metadata can be matched against dvc.lock.
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import subprocess
@@ -12,7 +13,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from resources.profiles import REPO_ROOT, load_params
+from resources.profiles import REPO_ROOT, load_all_params, load_params
+
+SHARED_PACKAGES = ("assets.common", "resources")
 
 
 def file_md5(path: str | Path, chunk_bytes: int = 1 << 20) -> str:
@@ -56,3 +59,74 @@ def provenance(slug: str, profile: str) -> dict[str, str]:
 def run_provenance(slug: str, profile: str) -> dict[str, str]:
     """What run records and UI metadata carry: provenance plus the git sha."""
     return {"git_sha": git_sha(), **provenance(slug, profile)}
+
+
+# ---------------------------------------------------------------- what a paper's stage depends on
+def _module_file(module: str) -> Path | None:
+    base = REPO_ROOT.joinpath(*module.split("."))
+    if base.with_suffix(".py").is_file():
+        return base.with_suffix(".py")
+    if (base / "__init__.py").is_file():
+        return base / "__init__.py"
+    return None
+
+
+def _imports(path: Path) -> frozenset[str]:
+    """Modules a file imports (absolute names), `from pkg import sub` resolved to pkg.sub."""
+    return _imports_of(path, path.stat().st_mtime_ns)
+
+
+@lru_cache(maxsize=4096)
+def _imports_of(path: Path, _mtime_ns: int) -> frozenset[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names
+                      if _module_file(f"{node.module}.{alias.name}")}
+    return frozenset(found)
+
+
+def shared_dependencies(slug: str) -> list[str]:
+    """Files under assets/common and resources/ that the paper's code reaches (sorted)."""
+    todo = sorted((REPO_ROOT / "assets" / slug).rglob("*.py"))
+    seen: set[Path] = set()
+    shared: set[Path] = set()
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for module in _imports(path):
+            if not module.startswith(SHARED_PACKAGES):
+                continue
+            file = _module_file(module)
+            if file is not None:
+                shared.add(file)
+                todo.append(file)
+            parent = _module_file(module.rsplit(".", 1)[0])   # package __init__ runs first
+            if parent is not None and parent not in shared:
+                shared.add(parent)
+                todo.append(parent)
+    return sorted(p.relative_to(REPO_ROOT).as_posix() for p in shared)
+
+
+
+def stage_code_version(slug: str, params_file: Path | None = None) -> str:
+    """One hash of what the paper's DVC stage depends on (jobs.dvc_stages): every file of
+    assets/<slug> and of the shared code it imports, and its params.yaml section with base_seed
+    and dvc_profile. Dagster assets carry it as code_version, so the UI marks a paper's assets
+    unsynced exactly when DVC would rerun its stage (external inputs excepted)."""
+    folder = REPO_ROOT / "assets" / slug
+    files = [p for p in sorted(folder.rglob("*")) if p.is_file() and "__pycache__" not in p.parts
+             and p.suffix != ".pyc"]
+    listing = {p.relative_to(REPO_ROOT).as_posix(): file_md5(p) for p in files}
+    listing.update({rel: file_md5(REPO_ROOT / rel) for rel in shared_dependencies(slug)})
+    params = load_all_params(params_file) if params_file else load_all_params()
+    section = {"base_seed": params.get("base_seed"), "dvc_profile": params.get("dvc_profile"),
+               slug: params.get(slug)}
+    canonical = json.dumps({"files": listing, "params": section}, sort_keys=True, default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]

@@ -105,6 +105,14 @@ class Paper:
         overrides = json.dumps(compute.params_overrides.get(self.slug) or {}, sort_keys=True)
         return _typed_params(self.params_type, self.slug, compute.profile, overrides, file_stamp(PARAMS_FILE))
 
+    def code_version(self) -> str:
+        """resources.versioning.stage_code_version of this paper (computed once per process)."""
+        if getattr(self, "_code_version", None) is None:
+            from resources.versioning import stage_code_version
+
+            self._code_version = stage_code_version(self.slug)
+        return self._code_version
+
     def asset(self, name: str | None = None, *, gpu: bool = False, volatile: bool = False,
               **kwargs: Any) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
         """@dg.asset with key <slug>/<name> (default: the function's name) in group <slug>.
@@ -119,6 +127,8 @@ class Paper:
                 extra = gpu_asset_kwargs()
                 options["kinds"] = set(options.get("kinds") or ()) | extra.pop("kinds")
                 options.update(extra)
+            # the DVC stage's hash: the UI marks the paper's assets unsynced when its code or params change
+            options.setdefault("code_version", self.code_version())
             if volatile or asset_name == REPORT_NAME:
                 options["metadata"] = {**(options.get("metadata") or {}), VOLATILE: True}
             return dg.asset(key=self.key(asset_name), group_name=self.slug, **options)(fn)
