@@ -59,7 +59,7 @@ results: venv
 results-diff: venv
 	$(VENV)/bin/python -m jobs.results --diff
 
-## make readme-results: the README's results blocks from the warehouse (claims + runs tables)
+## make readme-results: the README scorecard from the committed results record (results/)
 readme-results: venv
 	$(VENV)/bin/python -m jobs.readme_results
 

@@ -31,6 +31,28 @@ PAPERS: dict[str, str] = {
     "flowtracer": "assets.flowtracer.definitions",
 }
 
+# one line per paper: what its reproduction tests (the README's scorecard)
+TESTS: dict[str, str] = {
+    "oscs": "OSCS: online selection of safe LLM outputs with FAR control",
+    "pac_labels": "PAC labels: cheap labels with a certified error rate",
+    "brew": "BREW: multi-bit text watermark with block-wise codewords",
+    "logit_distill": "logit distance bounds representational similarity",
+    "spgcl": "SPGCL: positive samples for graph contrastive learning",
+    "diffusion_w2": "stepwise Wasserstein-2 error bounds for diffusion samplers",
+    "viar": "VIAR: implicit (fixed-point) visual autoregressive models vs VAR",
+    "dream_mpc": "Dream-MPC: gradient-based MPC in a learned latent world model",
+    "vcot": "VCoT-Bench: verification chains of thought for Rust (Verus)",
+    "pfn_causal": "PFNs for causal effects: pre-training vs fine-tuning (PWF / MSF)",
+    "hir": "HiR: hindsight instruction replay for instruction-following RL",
+    "ts_layers": "few-layer dominance in time-series foundation models",
+    "fair_selective": "SELLF: long-term fairness under selective labels",
+    "skill_recompose": "decompose-and-recompose skills for robot manipulation",
+    "dispat": "DiSPaT: f-divergence self-play for tabular anomaly detection",
+    "acc_marl": "ACC-MARL: automata-conditioned cooperative multi-agent RL",
+    "lari": "LaRI: layered ray intersections from a single view",
+    "flowtracer": "FlowTracer: attention information flow to target RL in LLMs",
+}
+
 # external inputs a paper reads when present (relative to the repository root, never
 # committed); jobs.reproduce fingerprints them so a change of the files reruns the paper
 INPUTS: dict[str, list[str]] = {

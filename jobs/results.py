@@ -202,7 +202,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     paths = write_record(RESULTS, claims, job_frame(data), runs, data, profile)
     print(f"results record written: {', '.join(str(p.relative_to(REPO_ROOT)) for p in paths.values())}")
-    return 0
+    from jobs import readme_results
+
+    return readme_results.main([])
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -191,6 +192,10 @@ def write_report(*, slug: str, profile: str, params_hash: str, run: dict[str, An
 
 
 def report_payload(report: Report, profile: str) -> dict[str, Any]:
-    """The report asset's value: what claim checks and the scorecard read."""
-    return {"profile": profile, "claims": [c.row() for c in report.claims], **report.payload}
+    """The report asset's value: what claim checks and the scorecard read. Non-finite numbers of
+    the claim rows (no estimate; a one-seed interval is ±∞) are written as null (JSON has no NaN)."""
+    def finite(row: dict) -> dict:
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
+
+    return {"profile": profile, "claims": [finite(c.row()) for c in report.claims], **report.payload}
 
