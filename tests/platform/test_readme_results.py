@@ -31,7 +31,7 @@ def test_render_replaces_only_the_block(tmp_path):
     assert "| hir | HiR: hindsight instruction replay for instruction-following RL | 0 | 0 | 1 | — | — |" in out
     assert "| brew | " in out and "not run" in out
     assert out.count("\n| ") == 1 + len(PAPERS)   # the header and one row per registered paper
-    assert out.startswith("intro\n") and out.endswith("Why: hand-written.\n") and "old" not in out
+    assert out.startswith("intro\n") and out.endswith("Why: hand-written.\n") and "\nold\n" not in out
 
 
 def test_render_without_a_record_says_so():
