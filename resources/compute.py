@@ -17,9 +17,9 @@ from typing import Any
 
 import dagster as dg
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from resources.profiles import PROFILES, check_profile, deep_merge, load_params
+from resources.profiles import PROFILES, check_profile, deep_merge, load_params, override_problems
 
 DEVICES = ("auto", "cpu", "cuda")
 
@@ -51,6 +51,16 @@ class ComputeResource(dg.ConfigurableResource):
     base_seed: int = Field(default=0, description="Root of every seed derived by rng().")
     params_overrides: dict[str, Any] = Field(
         default={}, description="Per-paper parameter overrides, deep-merged into params.yaml's block.")
+
+    @field_validator("params_overrides")
+    @classmethod
+    def _known_keys_and_types(cls, value: dict[str, Any]) -> dict[str, Any]:
+        """Refused when the run's resources are built, before any asset runs: an unknown paper or
+        key, or a wrong type, named by its path (params_overrides.oscs.stream_lenght)."""
+        problems = override_problems(value)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
 
     def params(self, slug: str) -> dict[str, Any]:
         """The paper's parameter block for the active profile (params.yaml + overrides)."""

@@ -91,3 +91,44 @@ def load_params(slug: str, profile: str, path: Path = PARAMS_FILE) -> dict[str, 
 
 def base_seed(path: Path = PARAMS_FILE) -> int:
     return int(load_all_params(path).get("base_seed", 0))
+
+
+def override_problems(overrides: dict[str, Any], profiles: tuple[str, ...] = PROFILES,
+                      path: Path = PARAMS_FILE) -> list[str]:
+    """What is wrong with `params_overrides` ({slug: {key: value}}), by key path: an unknown paper,
+    a key that no profile of the paper has, or a value whose type differs from params.yaml's
+    (an int where a float is expected is fine). Empty when every key and type is known."""
+    problems: list[str] = []
+    params = load_all_params(path)
+
+    def walk(where: str, value: Any, known: list[Any]) -> None:
+        dicts = [k for k in known if isinstance(k, dict)]
+        if isinstance(value, dict) and dicts:
+            for key, sub in value.items():
+                if not any(key in d for d in dicts):
+                    problems.append(f"params_overrides.{where}.{key}: unknown key")
+                else:
+                    walk(f"{where}.{key}", sub, [d[key] for d in dicts if key in d])
+            return
+        # scalar against scalar only: a mapping or list where params.yaml has a scalar (a per-task
+        # table, say) is for the paper's typed parameters to accept or refuse at its first asset
+        scalars = (str, bool, int, float)
+        types = {type(k) for k in known if isinstance(k, scalars)}
+        mixed = any(not isinstance(k, scalars) for k in known if k is not None)
+        if not types or not isinstance(value, scalars) or mixed:
+            return
+        numeric = {int, float}
+        if type(value) in types or (type(value) in numeric and types <= numeric):
+            return
+        names = "/".join(sorted(t.__name__ for t in types))
+        problems.append(f"params_overrides.{where}: {type(value).__name__} {value!r}, params.yaml has {names}")
+
+    for slug, override in (overrides or {}).items():
+        if slug not in params or not isinstance(params[slug], dict):
+            problems.append(f"params_overrides.{slug}: no paper {slug!r} in params.yaml")
+            continue
+        if not isinstance(override, dict):
+            problems.append(f"params_overrides.{slug}: a mapping of parameters, got {type(override).__name__}")
+            continue
+        walk(slug, override, [load_params(slug, p, path) for p in profiles])
+    return problems
