@@ -146,6 +146,7 @@ PAPER = paper.define(
         paper.gate(eval_rollouts, "valid_rollouts", "Δ ∈ [0, 1], resource ≥ 0, length ≤ T, actions binary, no "
                    "labels on rejected rows.", checks.rollouts_valid, uses_params=True),
     ],
-    claims=["decomposition", "naive_fails", "certificate_valid", "sellf_matches_oracle", "premise"],
-    observations=["naive_imputation_vs_sellf", "calibration_form_certificate"],
+    claims=["naive_fails", "certificate_valid", "sellf_matches_oracle", "premise"],
+    observations=["decomposition", "naive_estimate_blind", "naive_imputation_vs_sellf",
+                  "calibration_form_certificate"],
 )

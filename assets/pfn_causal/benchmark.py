@@ -1,9 +1,10 @@
 """pfn_causal claims: measured rows → Claims — pure pandas/numpy, no Dagster.
 
 nMSE = mean over (SCM, query) of (μ̂ − μ)² / Var(Y) (the SCM's observational variance). A
-comparison ("A ≥ 2 × B", "A < B") holds when it holds on the seed mean, on ≥ 2/3 of the seeds
-(the issue's rule) and when the paired 90 % CI over seeds of the difference excludes the
-wrong side (the project's rule) — all three.
+comparison ("A ≥ 2 × B", "A < B") is judged by the one verdict rule (assets.common.claims.verdict)
+on the paired 90 % t CI over seeds of the difference: holds when the interval lies on the claimed
+side of the margin, refuted when it lies on the other side, inconclusive otherwise. A claim with
+several parts is their conjunction: refuted when one part is refuted, holds when every part holds.
 """
 from __future__ import annotations
 
@@ -13,7 +14,19 @@ from math import comb
 import numpy as np
 import pandas as pd
 
-from assets.common.claims import Claim, observation, paired_ci, seeds_label
+from assets.common.claims import (
+    HOLDS,
+    INCONCLUSIVE,
+    REFUTED,
+    Claim,
+    Verdict,
+    judged,
+    observation,
+    paired_ci,
+    sanity,
+    seeds_label,
+    verdict_of,
+)
 
 RATIO_UNCOVERED = 2.0          # uncoverage_bias: zero-shot nMSE(∣S∣ ≥ 3) ≥ 2 × nMSE(∣S∣ = 1)
 RATIO_VS_GFORMULA = 2.0        # … and that ratio ≥ 2 × the g-formula's
@@ -21,32 +34,34 @@ INCONSISTENT_MAX_GAIN = 0.10   # inconsistency: n 32 → 96 lowers uncovered nMS
 CONSISTENT_MIN_GAIN = 0.20     # … and covered (∣S∣ = 1) nMSE by ≥ 20 %
 PWF_MAX_RATIO = 0.70           # pwf_local: nMSE(PWF) ≤ 0.7 × nMSE(zero-shot) (a ≥ 30 % cut)
 MSF_COVERED_SLACK = 1.10       # msf_uniform: covered subsets within +10 % of zero-shot
-SEED_SHARE = 2 / 3             # a comparison must hold on ≥ 2/3 of the seeds
 CI_LEVEL = 0.90
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """treatment − control vs margin over seeds (expect "greater" or "less")."""
+    """treatment − control vs margin over seeds (expect "greater" or "less"), judged by the one rule."""
 
-    holds: bool
-    on_mean: bool
-    seeds_holding: int
-    seeds: int
+    verdict: Verdict
     text: str
+
+    @property
+    def holds(self) -> bool:
+        return self.verdict.outcome == HOLDS
 
 
 def compare(treatment: np.ndarray, control: np.ndarray, expect: str, margin: float = 0.0) -> Comparison:
-    t, c = np.asarray(treatment, float), np.asarray(control, float)
-    diff = t - c
-    sign = 1.0 if expect == "greater" else -1.0
-    per_seed = sign * (diff - margin) > 0
-    on_mean = bool(sign * (diff.mean() - margin) > 0)
-    ci = paired_ci(t, c, CI_LEVEL)
-    in_ci = bool(ci.low > margin) if expect == "greater" else bool(ci.high < margin)
-    share = int(per_seed.sum())
-    holds = on_mean and share >= SEED_SHARE * len(diff) - 1e-9 and in_ci
-    return Comparison(holds, on_mean, share, len(diff), f"{share}/{len(diff)} seeds; {ci.text()}")
+    """Δ = treatment − control > margin (expect "greater") or < margin ("less"): rule "bound" on the
+    paired CI of Δ (holds: the CI lies beyond the margin; refuted: it lies on the other side)."""
+    ci = paired_ci(np.asarray(treatment, float), np.asarray(control, float), CI_LEVEL)
+    return Comparison(verdict_of(ci, rule="bound", margin=margin, direction=expect), ci.text())
+
+
+def conjunction(parts: list[tuple[str, Comparison]]) -> tuple[Verdict, str]:
+    """Refuted when any part is refuted, holds when all hold, else inconclusive; the deciding
+    part's verdict and a line with every part."""
+    order = {REFUTED: 0, INCONCLUSIVE: 1, HOLDS: 2}
+    name, worst = min(parts, key=lambda q: order[q[1].verdict.outcome])
+    return worst.verdict, "; ".join(f"{n}: {c.text} → {c.verdict.outcome}" for n, c in parts) + f" (decided by {name})"
 
 
 def errors(predictions: pd.DataFrame, bank: pd.DataFrame) -> pd.DataFrame:
@@ -76,11 +91,12 @@ def exponential_space(prior_config: dict) -> Claim:
     ok = ok and support == d + comb(d, 2) and all(sizes[k]["count"] == 0 for k in sizes if k >= 3)
     measured = "; ".join(f"d={r['d']}: {r['distinct_means']}/{r['subsets']} distinct means, π_pre covers "
                          f"{r['covered_by_pi_pre']}/{r['subsets']}" for r in rows)
-    return Claim("exponential_space", "One observational SCM induces 2^d − 1 distinct subset interventions "
+    return sanity("exponential_space", "One observational SCM induces 2^d − 1 distinct subset interventions "
                  "(distinct E[Y | do(X_S = v)] on a complete linear DAG, closed form), of which π_pre covers "
                  "d + C(d,2)", "2^d − 1 subsets; π_pre covers d + C(d,2) (10/15 at d=4, 36/255 at d=8); exact",
                  measured + f"; ∣S∣ ≥ 3 drawn {sum(sizes[k]['count'] for k in sizes if k >= 3)} times in "
-                 f"{prior_config['coverage_queries']} sampled pretraining queries", bool(ok), seeds="exact")
+                 f"{prior_config['coverage_queries']} sampled pretraining queries", ok=bool(ok), seeds="exact",
+                  detail="closed form and counting (a property of the prior's construction), not a measurement")
 
 
 def uncoverage_bias(err: pd.DataFrame, baselines: pd.DataFrame, seeds: list[int], n: int) -> tuple[Claim, dict]:
@@ -96,12 +112,12 @@ def uncoverage_bias(err: pd.DataFrame, baselines: pd.DataFrame, seeds: list[int]
     measured = (f"zero-shot nMSE ∣S∣≥3 {unc.mean():.4f} vs ∣S∣=1 {one.mean():.4f}: ratio {ratio.mean():.2f} "
                 f"(per seed {', '.join(f'{r:.2f}' for r in ratio)}); g-formula ratio {g_ratio:.2f} → need "
                 f"≥ {RATIO_VS_GFORMULA * g_ratio:.2f}")
-    claim = Claim("uncoverage_bias", f"Zero-shot PFN: nMSE on uncovered ∣S∣ ≥ 3 subsets ≥ {RATIO_UNCOVERED:g} × on "
+    j, line = conjunction([(f"ratio ≥ {RATIO_UNCOVERED:g}", first), (f"ratio ≥ {RATIO_VS_GFORMULA:g} × g-formula's",
+                                                                      second)])
+    claim = judged("uncoverage_bias", f"Zero-shot PFN: nMSE on uncovered ∣S∣ ≥ 3 subsets ≥ {RATIO_UNCOVERED:g} × on "
                   f"∣S∣ = 1, and that ratio ≥ {RATIO_VS_GFORMULA:g} × the oracle-graph g-formula's (n = {n})",
                   "uncovered subsets are biased (prior uncoverage); no number in the abstract",
-                  measured, first.holds and second.holds,
-                  detail=f"ratio ≥ 2: {first.text} → {first.holds}; ratio ≥ 2 × g-formula's: {second.text} → "
-                         f"{second.holds}", seeds=seeds_label(seeds))
+                  measured, j, detail=line, seeds=seeds_label(seeds))
     return claim, {"ratio": ratio.tolist(), "g_ratio": g_ratio}
 
 
@@ -116,13 +132,14 @@ def inconsistency(err: pd.DataFrame, seeds: list[int], sizes: tuple[int, ...]) -
     unc, cov = gain(zs["size"] >= 3), gain(zs["size"] == 1)
     a = compare(unc, np.zeros(len(seeds)), "less", INCONSISTENT_MAX_GAIN)
     b = compare(cov, np.zeros(len(seeds)), "greater", CONSISTENT_MIN_GAIN)
-    return Claim("inconsistency", f"Posterior inconsistency: more data (n {lo} → {hi}) lowers zero-shot nMSE by "
+    j, line = conjunction([(f"uncovered < {INCONSISTENT_MAX_GAIN:.0%}", a),
+                           (f"covered ≥ {CONSISTENT_MIN_GAIN:.0%}", b)])
+    return judged("inconsistency", f"Posterior inconsistency: more data (n {lo} → {hi}) lowers zero-shot nMSE by "
                  f"< {INCONSISTENT_MAX_GAIN:.0%} on uncovered ∣S∣ ≥ 3 subsets but by ≥ {CONSISTENT_MIN_GAIN:.0%} on "
                  "∣S∣ = 1", "unavoidable posterior inconsistency on uncovered interventions",
                  f"nMSE reduction ∣S∣≥3: {unc.mean():.1%} (per seed {', '.join(f'{g:.1%}' for g in unc)}); "
-                 f"∣S∣=1: {cov.mean():.1%} (per seed {', '.join(f'{g:.1%}' for g in cov)})", a.holds and b.holds,
-                 detail=f"uncovered < {INCONSISTENT_MAX_GAIN:.0%}: {a.text} → {a.holds}; covered ≥ "
-                        f"{CONSISTENT_MIN_GAIN:.0%}: {b.text} → {b.holds}", seeds=seeds_label(seeds))
+                 f"∣S∣=1: {cov.mean():.1%} (per seed {', '.join(f'{g:.1%}' for g in cov)})", j,
+                  detail=line, seeds=seeds_label(seeds))
 
 
 def pwf_table(err: pd.DataFrame, n: int) -> pd.DataFrame:
@@ -150,13 +167,13 @@ def pwf_local(table: pd.DataFrame, seeds: list[int]) -> Claim:
     a = compare(pwf, PWF_MAX_RATIO * zs, "less")
     b = compare(pwf, cont, "less")
     c = compare(gain_t, gain_f, "greater")
-    return Claim("pwf_local", f"PWF on its target (S*, v*): nMSE ≥ {1 - PWF_MAX_RATIO:.0%} below zero-shot, below "
+    j, line = conjunction([(f"cut ≥ {1 - PWF_MAX_RATIO:.0%}", a), ("< continued", b), ("local", c)])
+    return judged("pwf_local", f"PWF on its target (S*, v*): nMSE ≥ {1 - PWF_MAX_RATIO:.0%} below zero-shot, below "
                  "compute-matched continued pretraining, and its gain at v* above its gain ≥ 1 sd away",
                  "fine-tuning is necessary; PWF gives local generalisation",
                  f"at v*: PWF {pwf.mean():.4f} vs zero-shot {zs.mean():.4f} (cut {gain_t.mean():.1%}) vs continued "
-                 f"{cont.mean():.4f}; gain ≥ 1 sd away {gain_f.mean():.1%}", a.holds and b.holds and c.holds,
-                 detail=f"cut ≥ 30 %: {a.text} → {a.holds}; < continued: {b.text} → {b.holds}; local: {c.text} → "
-                        f"{c.holds}", seeds=seeds_label(seeds))
+                 f"{cont.mean():.4f}; gain ≥ 1 sd away {gain_f.mean():.1%}", j, detail=line,
+                  seeds=seeds_label(seeds))
 
 
 def msf_uniform(err: pd.DataFrame, seeds: list[int], n: int) -> tuple[Claim, pd.DataFrame]:
@@ -172,16 +189,15 @@ def msf_uniform(err: pd.DataFrame, seeds: list[int], n: int) -> tuple[Claim, pd.
     a = compare(col(worst, "msf"), col(worst, "random_ft"), "less")
     b = compare(col(mean, "msf"), col(mean, "zero_shot"), "less")
     c = compare(col(covered, "msf"), MSF_COVERED_SLACK * col(covered, "zero_shot"), "less")
-    claim = Claim("msf_uniform", "MSF: worst-subset nMSE below random-subset fine-tuning's (same budget and replay), "
+    j, line = conjunction([("worst < random", a), ("mean < zero-shot", b), ("covered ≤ 1.1 × zero-shot", c)])
+    claim = judged("msf_uniform", "MSF: worst-subset nMSE below random-subset fine-tuning's (same budget and replay), "
                   "mean over all subsets below zero-shot, covered subsets within +10 % of zero-shot",
                   "uniform generalisation on any interventional distribution under a budget",
                   f"worst subset MSF {col(worst, 'msf').mean():.4f} vs random {col(worst, 'random_ft').mean():.4f}; "
                   f"mean MSF {col(mean, 'msf').mean():.4f} vs zero-shot {col(mean, 'zero_shot').mean():.4f}; covered "
                   f"MSF {col(covered, 'msf').mean():.4f} vs 1.1 × zero-shot "
                   f"{MSF_COVERED_SLACK * col(covered, 'zero_shot').mean():.4f}",
-                  a.holds and b.holds and c.holds,
-                  detail=f"worst < random: {a.text} → {a.holds}; mean < zero-shot: {b.text} → {b.holds}; covered ≤ "
-                         f"1.1 × zero-shot: {c.text} → {c.holds}", seeds=seeds_label(seeds))
+                  j, detail=line, seeds=seeds_label(seeds))
     return claim, per
 
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from assets.common.claims import Claim, comparative_claim, observation, paired_ci, seeds_label
+from assets.common.claims import Claim, Premise, comparative_claim, observation, sanity, seeds_label
 
-XICM_MARGIN = 0.05           # claim 1: ≥ 5 points
+XICM_MARGIN = 0.05           # claim 1: ≥ 5 points (paired 90 % t CI over seeds, rule "effect")
 LABELS_MARGIN = 0.05         # claim 2
 STATIC_L2_MARGIN = 0.03      # claim 3
-FULL_COVERAGE_SHARE = 0.95   # claim 3: coverage 1.0 on ≥ 95 % of Level-2 queries with static
-NO_STATIC_SHARE = 0.90       # ... and on < 90 % without
-MIN_VERB_ACC = 0.9           # claim 4
-ICL_SEEDS_NEEDED = 2         # claim 5: labelled > raw on ≥ 2 of 3 seeds
+FULL_COVERAGE_SHARE = 0.95   # claim 3 premise: coverage 1.0 on ≥ 95 % of Level-2 queries with static
+NO_STATIC_SHARE = 0.90       # ... and on < 90 % without (the static library has something to add)
+MIN_VERB_ACC = 0.9           # labeller_rules (a sanity row: the blocking gate enforces it)
+ICL_MARGIN = 0.0             # claim 5: labelled beats raw (no size given) — paired CI over seeds
 
 PAPER_PER_TASK = {"close_microwave": (45.3, 62.7), "toilet_seat_down": (48.0, 72.0), "lamp_off": (58.7, 67.0),
                   "lamp_on": (50.7, 52.3), "open_fridge": (22.7, 34.7), "put_knife_on_chopping_board": (26.7, 21.3),
@@ -38,14 +38,10 @@ def evaluate_claims(rollouts: pd.DataFrame, contexts: pd.DataFrame, accuracy: di
     overall = per_seed(rollouts)
     # 1 ---------------------------------------------------------------------------------
     d, x = _pair(overall, "dnr", "xicm")
-    ci = paired_ci(d, x, level=0.95, method="bootstrap", n_boot=n_boot)
-    diffs = d - x
-    holds = bool(ci.mean >= XICM_MARGIN and (diffs > 0).all() and ci.low > 0)
-    out.append(Claim("dnr_beats_xicm", "D&R − X-ICM-like ≥ 5 points overall, positive on each seed, paired "
-                     "bootstrap 95 % CI > 0", "+2.9 (26.4 vs 23.5) [S, single source]",
-                     f"D&R {d.mean():.3f} vs X-ICM-like {x.mean():.3f}; per seed "
-                     f"{', '.join(f'{v:+.3f}' for v in diffs)}; {ci.text()}", holds,
-                     detail="criterion: mean ≥ +0.05, every seed > 0, 95 % bootstrap CI lower bound > 0.", seeds=label))
+    out.append(comparative_claim("dnr_beats_xicm", "D&R − X-ICM-like ≥ 5 points overall",
+                                 "+2.9 (26.4 vs 23.5) [S, single source]", d, x, margin=XICM_MARGIN, seeds=seeds,
+                                 names=("D&R", "X-ICM-like"),
+                                 detail="per seed " + ", ".join(f"{v:+.3f}" for v in d - x)))
     # 2 ---------------------------------------------------------------------------------
     d, n = _pair(overall, "dnr", "no_labels")
     out.append(comparative_claim("labels_matter", "D&R − no skill labels ≥ 5 points", "labels: the most "
@@ -54,34 +50,36 @@ def evaluate_claims(rollouts: pd.DataFrame, contexts: pd.DataFrame, accuracy: di
     # 3 ---------------------------------------------------------------------------------
     l2 = per_seed(rollouts, level=2)
     d, y = _pair(l2, "dnr", "dyn_only")
-    c = comparative_claim("static_helps_level2", "", "", d, y, margin=STATIC_L2_MARGIN, seeds=seeds,
-                          names=("D&R L2", "dynamic-only L2"))
     cl2 = contexts[contexts["level"] == 2]
     share_full = float((cl2[cl2["method"] == "dnr"]["coverage"] >= 1 - 1e-9).mean())
     share_dyn = float((cl2[cl2["method"] == "dyn_only"]["coverage"] >= 1 - 1e-9).mean())
-    cov_ok = share_full >= FULL_COVERAGE_SHARE and share_dyn < NO_STATIC_SHARE
-    out.append(Claim("static_helps_level2", "D&R − dynamic-only ≥ 3 points on Level-2; coverable-token coverage "
-                     "1.0 on ≥ 95 % of Level-2 queries with static, < 90 % without",
-                     "dynamic-only drops on multi-step tasks [S, qualitative]",
-                     f"{c.measured_value}; full coverage with static {share_full:.1%}, dynamic-only {share_dyn:.1%}",
-                     bool(c.holds and cov_ok), detail=c.detail, seeds=label))
-    # 4 ---------------------------------------------------------------------------------
+    coverage = Premise(f"the static library completes coverage: full coverable coverage on ≥ {FULL_COVERAGE_SHARE:.0%} "
+                       f"of Level-2 queries with static, < {NO_STATIC_SHARE:.0%} dynamic-only",
+                       f"{share_full:.1%} with static, {share_dyn:.1%} dynamic-only",
+                       share_full >= FULL_COVERAGE_SHARE and share_dyn < NO_STATIC_SHARE)
+    c = comparative_claim("static_helps_level2", "D&R − dynamic-only ≥ 3 points on Level-2",
+                          "dynamic-only drops on multi-step tasks [S, qualitative]", d, y, margin=STATIC_L2_MARGIN,
+                          seeds=seeds, names=("D&R L2", "dynamic-only L2"), premises=coverage)
+    c.measured_value += f"; full coverage with static {share_full:.1%}, dynamic-only {share_dyn:.1%}"
+    out.append(c)
+    # 4: implied by the blocking gate (Grasp/Release 1.0, verbs ≥ 0.9) and, without the rules, by the
+    # injected noise the rules overwrite → sanity ---------------------------------------------------
     ok4 = (accuracy["grip_acc"] == 1.0 and accuracy["verb_acc"] >= MIN_VERB_ACC
            and accuracy["grip_acc_norules"] < accuracy["grip_acc"] and accuracy["verb_acc_norules"] <
            accuracy["verb_acc"])
-    out.append(Claim("labeller_rules", "Labeller with gripper constraints: Grasp/Release 100 %, verb accuracy ≥ 0.9; "
-                     "both lower without the rules", "no gripper constraints → noisier labels [S, qualitative]",
-                     f"with rules: Grasp/Release {accuracy['grip_acc']:.3f}, verbs {accuracy['verb_acc']:.3f}; "
-                     f"without: {accuracy['grip_acc_norules']:.3f}, {accuracy['verb_acc_norules']:.3f}", bool(ok4),
-                     seeds=label))
+    out.append(sanity("labeller_rules", "Labeller with gripper constraints: Grasp/Release 100 %, verb accuracy ≥ 0.9; "
+                      "both lower without the rules", "no gripper constraints → noisier labels [S, qualitative]",
+                      f"with rules: Grasp/Release {accuracy['grip_acc']:.3f}, verbs {accuracy['verb_acc']:.3f}; "
+                      f"without: {accuracy['grip_acc_norules']:.3f}, {accuracy['verb_acc_norules']:.3f}", ok=bool(ok4),
+                      detail="true by construction: the blocking gate on the annotations enforces the 'with rules' "
+                      "half, and the rules overwrite the injected label noise that the 'without' half measures",
+                      seeds=label))
     # 5 ---------------------------------------------------------------------------------
     a, b = _pair(overall, "icl_labelled", "icl_raw")
-    wins = int((a > b).sum())
-    ok5 = bool(a.mean() > b.mean() and wins >= ICL_SEEDS_NEEDED)
-    out.append(Claim("icl_labels_help", "Variant B: labelled contexts beat raw contexts on the mean and on ≥ 2 of 3 "
-                     "seeds", "skill labels help the in-context learner [S]",
-                     f"labelled {a.mean():.3f} vs raw {b.mean():.3f}; labelled wins {wins}/{len(a)} seeds "
-                     f"({', '.join(f'{u:.3f}/{v:.3f}' for u, v in zip(a, b))})", ok5, seeds=label))
+    out.append(comparative_claim("icl_labels_help", "Variant B: labelled contexts beat raw contexts",
+                                 "skill labels help the in-context learner [S]", a, b, margin=ICL_MARGIN, seeds=seeds,
+                                 names=("labelled", "raw"),
+                                 detail="per seed " + ", ".join(f"{u:.3f}/{v:.3f}" for u, v in zip(a, b))))
     # observations ---------------------------------------------------------------------
     task = rollouts.groupby(["task", "method"])["success"].mean().unstack("method")
     parts = [f"{t}: paper X-ICM {px}/D&R {pd_}, ours X-ICM {100 * task.loc[t, 'xicm']:.1f}/D&R "

@@ -238,6 +238,7 @@ PAPER = paper.define(
         paper.gate(rollouts, "full_grid", "Every seed × method × task × episode present; success ∈ {0, 1}.",
                    checks.rollouts_complete, uses_params=True),
     ],
-    claims=["dnr_beats_xicm", "labels_matter", "static_helps_level2", "labeller_rules", "icl_labels_help"],
-    observations=["per_task_vs_paper", "xicm_wins", "planner_accuracy", "ablations", "coverage_raw"],
+    claims=["dnr_beats_xicm", "labels_matter", "static_helps_level2", "icl_labels_help"],
+    observations=["labeller_rules", "per_task_vs_paper", "xicm_wins", "planner_accuracy", "ablations",
+                  "coverage_raw"],
 )

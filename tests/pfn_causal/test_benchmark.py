@@ -1,5 +1,5 @@
-"""pfn_causal claims on constructed measurements with known answers: the three-part comparison
-rule (seed mean, ≥ 2/3 seeds, paired CI) and each claim's arithmetic."""
+"""pfn_causal claims on constructed measurements with known answers: the one verdict rule on the
+paired CI over seeds, and each claim's arithmetic."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,13 +8,23 @@ import pandas as pd
 from assets.pfn_causal import benchmark as B
 
 
-def test_comparison_needs_the_mean_two_thirds_of_seeds_and_the_interval():
-    assert B.compare(np.array([3.0, 3.1, 2.9]), np.array([1.0, 1.0, 1.0]), "greater").holds
+def test_comparison_is_judged_by_the_interval():
+    assert B.compare(np.array([3.0, 3.1, 2.9]), np.array([1.0, 1.0, 1.0]), "greater").verdict.outcome == "holds"
     # mean and 2/3 seeds hold, but one seed goes the other way: the interval includes 0
     c = B.compare(np.array([3.0, 3.0, 0.5]), np.array([1.0, 1.0, 1.0]), "greater")
-    assert c.on_mean and c.seeds_holding == 2 and not c.holds
-    assert B.compare(np.array([0.05, 0.06, 0.04]), np.zeros(3), "less", 0.10).holds
-    assert not B.compare(np.array([0.05, 0.06, 0.04]), np.zeros(3), "greater", 0.10).holds
+    assert c.verdict.outcome == "inconclusive"
+    assert B.compare(np.array([0.05, 0.06, 0.04]), np.zeros(3), "less", 0.10).verdict.outcome == "holds"
+    assert B.compare(np.array([0.05, 0.06, 0.04]), np.zeros(3), "greater", 0.10).verdict.outcome == "refuted"
+    assert B.compare(np.array([0.05]), np.zeros(1), "less", 0.10).verdict.outcome == "inconclusive"  # one seed
+
+
+def test_conjunction_refutes_on_any_refuted_part():
+    good = B.compare(np.array([3.0, 3.1, 2.9]), np.ones(3), "greater")
+    bad = B.compare(np.array([0.5, 0.6, 0.4]), np.ones(3), "greater")
+    open_ = B.compare(np.array([3.0, 3.0, 0.5]), np.ones(3), "greater")
+    assert B.conjunction([("a", good), ("b", good)])[0].outcome == "holds"
+    assert B.conjunction([("a", good), ("b", open_)])[0].outcome == "inconclusive"
+    assert B.conjunction([("a", open_), ("b", bad)])[0].outcome == "refuted"
 
 
 def bank(sizes=(1, 3)) -> pd.DataFrame:
@@ -48,7 +58,7 @@ def test_uncoverage_bias_uses_the_g_formula_ratio():
     assert claim.holds
     base_hi = B.errors(preds("g_formula", {0: 0.01, 1: 0.03}, seeds=(0,)).drop(columns=["seed", "target", "var_hat"]),
                        b)
-    assert not B.uncoverage_bias(err, base_hi, [0, 1, 2], 96)[0].holds     # 5 < 2 × 3
+    assert B.uncoverage_bias(err, base_hi, [0, 1, 2], 96)[0].verdict == "refuted"     # 5 < 2 × 3
 
 
 def test_pwf_local_compares_target_and_far_points():
@@ -63,7 +73,7 @@ def test_pwf_local_compares_target_and_far_points():
     claim = B.pwf_local(table, [0, 1, 2])
     assert claim.holds                                                     # cut 50 % at v*, 10 % far
     table.loc[table["point"] == "target", "pwf"] = 0.08                    # cut 20 % < 30 %
-    assert not B.pwf_local(table, [0, 1, 2]).holds
+    assert B.pwf_local(table, [0, 1, 2]).verdict == "refuted"
 
 
 def test_inconsistency_needs_a_flat_uncovered_curve_and_a_falling_covered_one():
@@ -73,9 +83,9 @@ def test_inconsistency_needs_a_flat_uncovered_curve_and_a_falling_covered_one():
     err = B.errors(pd.concat([small, big]), b)
     assert B.inconsistency(err, [0, 1, 2], (32, 96)).holds
     big = preds("zero_shot", {0: 0.07, 1: 0.20}, n=(96,))                 # uncovered also −33 %: consistent
-    assert not B.inconsistency(B.errors(pd.concat([small, big]), b), [0, 1, 2], (32, 96)).holds
+    assert B.inconsistency(B.errors(pd.concat([small, big]), b), [0, 1, 2], (32, 96)).verdict == "refuted"
     big = preds("zero_shot", {0: 0.09, 1: 0.29}, n=(96,))                 # covered only −10 %
-    assert not B.inconsistency(B.errors(pd.concat([small, big]), b), [0, 1, 2], (32, 96)).holds
+    assert B.inconsistency(B.errors(pd.concat([small, big]), b), [0, 1, 2], (32, 96)).verdict == "refuted"
 
 
 def test_msf_uniform_compares_worst_subset_mean_and_covered_subsets():
@@ -86,5 +96,5 @@ def test_msf_uniform_compares_worst_subset_mean_and_covered_subsets():
         return B.msf_uniform(B.errors(pd.concat([zs, rnd, preds("msf", msf_errors)]), b), [0, 1, 2], 96)[0]
 
     assert claim({0: 0.052, 1: 0.20}).holds                               # worst 0.20 < 0.30; covered +4 %
-    assert not claim({0: 0.06, 1: 0.20}).holds                            # covered +20 % > +10 %
-    assert not claim({0: 0.05, 1: 0.35}).holds                            # worst 0.35 > random's 0.30
+    assert claim({0: 0.06, 1: 0.20}).verdict == "refuted"                            # covered +20 % > +10 %
+    assert claim({0: 0.05, 1: 0.35}).verdict == "refuted"                            # worst 0.35 > random's 0.30
