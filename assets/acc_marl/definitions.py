@@ -135,7 +135,7 @@ PAPER = paper.define(
         paper.gate(eval, "complete_and_conjunctive", "Every policy × cell has its episodes; success only when "
                    "every agent's DFA accepts.", checks.eval_valid, uses_params=True),
     ],
-    claims=["pbrs_beats_sparse", "progression_beats_gru", "assignment_rooms", "assignment_buttons_neutral",
-            "ood_graceful", "hold_the_door"],
+    claims=["pbrs_beats_sparse", "progression_beats_gru", "value_assignment", "ood_graceful",
+            "hold_the_door"],
     observations=["success_by_sampler", "coordination_events", "progression_speed"],
 )

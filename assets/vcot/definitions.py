@@ -209,8 +209,8 @@ PAPER = paper.define(
         paper.gate(scores, "oracle_100_trivial_vacuous", "The oracle scores Acc 100; the trivial completer's "
                    "SemAcc ≤ 2 %.", checks.scores_sane),
     ],
-    claims=["lift_fidelity", "proof_line_factor", "fragility_solver", "fragility_retrieval",
+    claims=["proof_line_factor", "fragility_solver", "fragility_retrieval",
             "assertion_harder_than_invariant", "middle_harder_than_front"],
-    observations=["null_verified", "type_loc_acc", "judge_checks", "learned_completer", "per_hole_fragility",
-                  "lift_cost", "judge_speed"],
+    observations=["lift_fidelity", "null_verified", "type_loc_acc", "judge_checks", "learned_completer",
+                  "per_hole_fragility", "lift_cost", "judge_speed"],
 )
