@@ -19,6 +19,7 @@ Pure numpy/pandas (no Dagster). Methods (``METHODS``):
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -27,7 +28,25 @@ import pandas as pd
 
 from assets.brew import method as M
 from assets.brew.bch import BCHCode
-from assets.common.claims import Claim, comparative_claim, observation
+from assets.common.claims import (
+    HOLDS,
+    INCONCLUSIVE,
+    REFUTED,
+    Claim,
+    PairedCI,
+    Premise,
+    Verdict,
+    comparative_claim,
+    judged,
+    mean_ci,
+    not_evaluated,
+    observation,
+    paired_ci,
+    proportion_ci,
+    seeds_label,
+    verdict,
+    verdict_of,
+)
 from resources.versioning import bytes_md5
 
 SHIFT_RANGES = (0, 2, 4, 8)
@@ -219,11 +238,12 @@ def roc_points(scored: pd.DataFrame, method: str, attack: str) -> pd.DataFrame:
 
 
 # ----------------------------------------------------------------------------- claims
-TPR_BAR = 0.90          # BREW exact-message TPR under syn10
-FPR_BAR = 0.03          # empirical human-text FPR (BREW, and the thresholded ECC variants)
-ECC_FPR_BAR = 0.10      # decoding-centric extractor's human FPR
-COLLAPSE_BAR = 0.5      # thresholded ECC TPR at most this
-SHIFT_TPR_BAR = 0.5     # BREW's TPR under ins5 at S = 4 at least this
+TPR_BAR = 0.90          # BREW exact-message TPR under syn10 (spec)
+FPR_BAR = 0.03          # empirical human-text FPR (BREW, and the thresholded ECC variants) (spec)
+ECC_FPR_BAR = 0.10      # decoding-centric extractor's human FPR (spec)
+COLLAPSE_BAR = 0.5      # thresholded ECC TPR at most this (spec)
+SHIFT_TPR_BAR = 0.5     # BREW's TPR under ins5 at S = 4 at least this (the claim's usefulness bar, fixed before)
+LEVEL = 0.90            # every interval: two-sided 90 % (Clopper–Pearson over texts, t over seeds)
 SHIFT_ATTACK = "ins5"
 BURST_ATTACK = "ins5_burst"              # the same 5% insertions in a few contiguous runs
 MAIN_ATTACK = "syn10"
@@ -243,86 +263,145 @@ def _paired(scored: pd.DataFrame, treatment: str, control: str,
     return [float(a[s]) for s in seeds], [float(b[s]) for s in seeds], [int(s) for s in seeds]
 
 
+def _rate(scored: pd.DataFrame, role: str, method: str, column: str, attack: str | None = None) -> PairedCI | None:
+    """Clopper–Pearson interval of a pooled rate over texts (None when there are none)."""
+    value, n = pooled(scored, role, method, column, attack)
+    return proportion_ci(int(round(value * n)), n, LEVEL) if n else None
+
+
+def _nan_verdict(premises=()) -> Verdict:
+    return verdict(np.nan, np.nan, np.nan, premises=premises)
+
+
+def _weakest(parts: list[tuple[str, Verdict]], premises: Sequence[Premise] = ()) -> tuple[Verdict, str]:
+    """A conjunction of CI verdicts: refuted when one part is refuted, holds when all hold,
+    inconclusive otherwise; the deciding part's interval re-judged with the claim's premises."""
+    order = {REFUTED: 0, INCONCLUSIVE: 1, HOLDS: 2}
+    name, worst = min(parts, key=lambda p: order[p[1].outcome])
+    j = verdict(worst.estimate, worst.low, worst.high, rule=worst.rule, margin=worst.margin,
+                direction=worst.direction, premises=[*worst.premises, *premises])
+    return j, "parts: " + "; ".join(f"{n} {v.outcome} {v.ci_text()}" for n, v in parts) + f" (decided by {name})"
+
+
+def _enough(n_pos: int, n_human: int, min_texts: int) -> Premise:
+    return Premise(f"at least {min_texts} watermarked ({MAIN_ATTACK}) and {min_texts} scored human texts",
+                   f"{n_pos} and {n_human}", n_pos >= min_texts and n_human >= min_texts)
+
+
 def evaluate_claims(scored: pd.DataFrame, code: BCHCode, min_texts: int, seeds: str = "",
                     tpr_bar: float = TPR_BAR, fpr_bar: float = FPR_BAR, ecc_fpr_bar: float = ECC_FPR_BAR,
                     collapse_bar: float = COLLAPSE_BAR, shift_bar: float = SHIFT_TPR_BAR) -> list[Claim]:
     """The four claims of the spec's pass criterion and the report-only observations, from the
-    scored detections (pooled over seeds and keys; human FPRs on the scored half only)."""
+    scored detections (pooled over seeds and keys; human FPRs on the scored half only). Rates are
+    judged by Clopper–Pearson intervals over texts, the shift gain by a paired t CI over seeds."""
     claims: list[Claim] = []
     tpr, n_pos = pooled(scored, "positive", MAIN_METHOD, "exact", MAIN_ATTACK)
     fpr, n_human = pooled(scored, "human", MAIN_METHOD, "accepted")
-    enough = n_pos >= min_texts and n_human >= min_texts
-    claims.append(Claim(
-        "brew_tpr_syn10",
-        "Under 10% synonym substitution BREW accepts with the exact message at TPR >= 0.90 with "
-        "empirical human-text FPR <= 0.03",
-        "TPR 0.965 at FPR 0.02",
-        f"TPR {tpr:.3f} (n={n_pos}) at FPR {fpr:.3f} (n={n_human} human trials, scored half)",
-        bool(enough and tpr >= tpr_bar and fpr <= fpr_bar), seeds=seeds,
-        detail="" if enough else f"fewer than {min_texts} watermarked or human texts at this profile"))
+    enough = _enough(n_pos, n_human, min_texts)
+    tpr_ci, fpr_ci = _rate(scored, "positive", MAIN_METHOD, "exact", MAIN_ATTACK), _rate(scored, "human",
+                                                                                         MAIN_METHOD, "accepted")
+    text = ("Under 10% synonym substitution BREW accepts with the exact message at TPR >= 0.90 with "
+            "empirical human-text FPR <= 0.03")
+    if tpr_ci is None or fpr_ci is None:
+        claims.append(not_evaluated("brew_tpr_syn10", text, "TPR 0.965 at FPR 0.02",
+                                    f"{MAIN_ATTACK} positives or human texts absent", seeds=seeds))
+    else:
+        j, line = _weakest([(f"TPR ≥ {tpr_bar:g}", verdict_of(tpr_ci, rule="bound", margin=tpr_bar)),
+                            (f"FPR ≤ {fpr_bar:g}", verdict_of(fpr_ci, rule="bound", margin=fpr_bar,
+                                                              direction="less"))], [enough])
+        claims.append(judged("brew_tpr_syn10", text, "TPR 0.965 at FPR 0.02",
+                             f"TPR {tpr_ci.text()}; FPR {fpr_ci.text()} (human trials, scored half)", j,
+                             detail=line, seeds=seeds))
 
-    ecc_fpr, n = pooled(scored, "human", "ecc_decode", "accepted")
-    successes = int(round(ecc_fpr * n)) if n else 0
-    low, high = clopper_pearson(successes, n)
+    ecc = _rate(scored, "human", "ecc_decode", "accepted")
     analytic = code.false_decode_probability()
-    claims.append(Claim(
-        "ecc_high_fpr",
-        "The decoding-centric (bounded-distance) extractor accepts human text at FPR >= 0.10, "
-        "matching 2^k V(n,t)/2^n within the 95% binomial CI",
-        f"FPR > 0.9 for prior ECC extractors; analytic {analytic:.3f} for {code.name}",
-        f"BDD FPR {ecc_fpr:.3f} (95% CI [{low:.3f}, {high:.3f}], n={n}) vs analytic {analytic:.3f}",
-        bool(n >= min_texts and ecc_fpr >= ecc_fpr_bar and low <= analytic <= high), seeds=seeds,
-        detail="The paper's 'FPR > 0.9' is a property of the nearest-codeword (maximum-likelihood) "
-               "extractor, not a measurement: it returns a codeword for every input, so it accepts "
-               "everything (FPR 1; tests/brew/test_method.py checks it). The measured part is the "
-               "bounded-distance decoder's FPR against the analytic rate."))
+    text = "The decoding-centric (bounded-distance) extractor accepts human text at FPR >= 0.10"
+    paper = f"FPR > 0.9 for prior ECC extractors; analytic {analytic:.3f} for {code.name}"
+    why = ("The paper's 'FPR > 0.9' is a property of the nearest-codeword (maximum-likelihood) "
+           "extractor, not a measurement: it returns a codeword for every input, so it accepts "
+           "everything (FPR 1; tests/brew/test_method.py checks it). The measured part is the "
+           "bounded-distance decoder's FPR; its agreement with the analytic rate is the report-only row "
+           "ecc_fpr_matches_analytic.")
+    if ecc is None:
+        claims.append(not_evaluated("ecc_high_fpr", text, paper, "no scored human texts for ecc_decode", seeds=seeds))
+    else:
+        premise = Premise(f"at least {min_texts} scored human texts", str(ecc.n), ecc.n >= min_texts)
+        claims.append(judged("ecc_high_fpr", text, paper, f"BDD FPR {ecc.text()} vs analytic {analytic:.3f}",
+                             verdict_of(ecc, rule="bound", margin=ecc_fpr_bar, premises=premise),
+                             detail=why, seeds=seeds))
 
-    best = None
+    text = ("Thresholding the ECC extractor down to human FPR <= 0.03 drops its exact-message TPR under "
+            "10% synonyms to <= 0.5 (each of the corrected-bits and vote-margin thresholds that meets the FPR; "
+            "thresholds fitted on the calibration half of the human windows, FPR scored on the other half)")
+    parts, texts, premises, measured = [], [], [enough], []
     for method in ("ecc_thr_errors", "ecc_thr_margin"):
-        t_cal, _ = pooled(scored, "positive", method, "exact_cal", MAIN_ATTACK)
-        f_cal, _ = pooled(scored, "human", method, "accepted_cal")
-        if f_cal <= fpr_bar and (best is None or t_cal > best[1]):
-            best = (method, t_cal, f_cal)
-    claims.append(Claim(
-        "ecc_threshold_collapse",
-        "Thresholding the ECC extractor down to human FPR <= 0.03 drops its exact-message TPR under "
-        "10% synonyms to <= 0.5 (best of the corrected-bits and vote-margin thresholds; thresholds "
-        "fitted on the calibration half of the human windows, FPR scored on the other half)",
-        "TPR collapses to chance once a rejection threshold is applied",
-        "no thresholded variant reached FPR <= 0.03 on the scored half" if best is None else
-        f"best: {best[0]} TPR {best[1]:.3f} at FPR {best[2]:.3f} (scored half)",
-        bool(best is not None and best[1] <= collapse_bar and enough), seeds=seeds))
+        t_ci = _rate(scored, "positive", method, "exact_cal", MAIN_ATTACK)
+        f_ci = _rate(scored, "human", method, "accepted_cal")
+        if t_ci is None or f_ci is None:
+            texts.append(f"{method}: not run")
+            continue
+        texts.append(f"{method}: TPR {t_ci.text()} at FPR {f_ci.text()}")
+        measured.append((f_ci.low, method, t_ci))
+        if f_ci.low <= fpr_bar:          # the threshold meets the FPR target (not shown above it)
+            parts.append((method, verdict_of(t_ci, rule="bound", margin=collapse_bar, direction="less")))
+    if not parts:
+        premises.append(Premise(f"a thresholded variant meets FPR ≤ {fpr_bar:g} on the scored half (Clopper–Pearson "
+                                "lower bound ≤ the bar)", "; ".join(texts) or "none run", False))
+        if measured:                      # the variant nearest the FPR, shown with the failed premise
+            _, method, t_ci = min(measured, key=lambda m: m[0])
+            j = verdict_of(t_ci, rule="bound", margin=collapse_bar, direction="less", premises=premises)
+        else:
+            j = _nan_verdict(premises)
+        line = "no variant met the FPR"
+    else:
+        j, line = _weakest(parts, premises)
+    claims.append(judged("ecc_threshold_collapse", text,
+                         "TPR collapses to chance once a rejection threshold is applied", "; ".join(texts), j,
+                         detail="holds when every variant meeting the FPR has TPR ≤ 0.5; refuted when one keeps "
+                                "TPR above it. " + line, seeds=seeds))
 
     treatment, control, seed_list = _paired(scored, "brew_soft_S4", "brew_soft_S0", SHIFT_ATTACK)
     tprs = {s: pooled(scored, "positive", f"brew_soft_S{s}", "exact", SHIFT_ATTACK)[0] for s in SHIFT_RANGES}
-    if len(seed_list) >= 2:
-        shift = comparative_claim(
-            "shift_helps_insertion",
-            f"BREW's TPR under 5% insertion rises from S=0 to S=4 (paired CI over seeds excludes 0) "
-            f"and reaches >= {shift_bar:g} at S=4",
-            "steady TPR gains as the window-shift range increases",
-            treatment, control, expect="greater", margin=0.0, seeds=seed_list, names=("S=4", "S=0"))
-        shift.holds = bool(shift.holds and tprs[4] >= shift_bar and enough)
-        shift.measured_value = (", ".join(f"S={s}: {v:.3f}" for s, v in tprs.items()) + "; " + shift.measured_value)
-        shift.detail = (shift.detail + f" Also needs TPR(S=4) >= {shift_bar:g}.").strip()
+    text = (f"BREW's TPR under 5% insertion rises from S=0 to S=4 (paired CI over seeds) and reaches >= {shift_bar:g} "
+            "at S=4")
+    paper = "steady TPR gains as the window-shift range increases"
+    if len(seed_list) < 2:
+        claims.append(not_evaluated("shift_helps_insertion", text, paper, f"{SHIFT_ATTACK} run on fewer than two seeds",
+                                    premise="two or more seeds", seeds=seeds))
     else:
-        shift = Claim("shift_helps_insertion", "BREW's TPR under 5% insertion rises from S=0 to S=4",
-                      "steady TPR gains as the window-shift range increases",
-                      ", ".join(f"S={s}: {v:.3f}" for s, v in tprs.items()), False, seeds=seeds,
-                      detail="fewer than two seeds: no paired CI")
-    claims.append(shift)
-    claims += observations(scored, seeds, tpr_bar, fpr_bar)
+        gain = paired_ci(treatment, control, LEVEL)
+        level = mean_ci(treatment, LEVEL, label="TPR(S=4)")
+        j, line = _weakest([("S=4 − S=0 > 0", verdict_of(gain, rule="effect", margin=0.0)),
+                            (f"TPR(S=4) ≥ {shift_bar:g}", verdict_of(level, rule="bound", margin=shift_bar))],
+                           [enough])
+        claims.append(judged("shift_helps_insertion", text, paper,
+                             ", ".join(f"S={s}: {v:.3f}" for s, v in tprs.items()) + f"; S=4 − S=0 {gain.text()}; "
+                             f"{level.text()}", j, detail=line, seeds=seeds_label(seed_list)))
+    claims += observations(scored, seeds, tpr_bar, fpr_bar, code)
     return claims
 
 
-OBSERVATIONS = ("resync_vs_global_insertion", "resync_vs_fixed_grid_insertion", "shift_helps_burst_insertion",
-                "syn10_at_cosine_075")
+OBSERVATIONS = ("ecc_fpr_matches_analytic", "resync_vs_global_insertion", "resync_vs_fixed_grid_insertion",
+                "shift_helps_burst_insertion", "syn10_at_cosine_075")
 
 
-def observations(scored: pd.DataFrame, seeds: str, tpr_bar: float, fpr_bar: float) -> list[Claim]:
-    """Report-only rows: per-block re-synchronisation vs one global shift under ins5, and the
-    syn10 attack with the spec's MiniLM cosine 0.75 next to the 0.65 the claims use."""
+def observations(scored: pd.DataFrame, seeds: str, tpr_bar: float, fpr_bar: float,
+                 code: BCHCode | None = None) -> list[Claim]:
+    """Report-only rows: the BDD FPR against the analytic rate (a CI that contains a value shows
+    no agreement without an equivalence margin, and the spec gives none), per-block
+    re-synchronisation vs one global shift under ins5, and the syn10 attack with the spec's MiniLM
+    cosine 0.75 next to the 0.65 the claims use."""
     rows = []
+    if code is not None:
+        value, n = pooled(scored, "human", "ecc_decode", "accepted")
+        low, high = clopper_pearson(int(round(value * n)), n) if n else (float("nan"), float("nan"))
+        analytic = code.false_decode_probability()
+        rows.append(observation(
+            "ecc_fpr_matches_analytic", "The BDD extractor's human FPR agrees with 2^k V(n,t)/2^n (95% binomial CI)",
+            f"analytic {analytic:.3f} for {code.name}",
+            f"BDD FPR {value:.3f} (95% CI [{low:.3f}, {high:.3f}], n={n}); analytic "
+            f"{'inside' if low <= analytic <= high else 'outside'} the interval" if n else "no scored human texts",
+            seeds=seeds))
     pairs = (
         ("resync_vs_global_insertion", "brew_soft_S4", "brew_global_S4", SHIFT_ATTACK,
          "Under 5% insertion, per-block re-synchronisation (S=4) beats one global shift (S=4)",
@@ -339,8 +418,8 @@ def observations(scored: pd.DataFrame, seeds: str, tpr_bar: float, fpr_bar: floa
         treatment, control, seed_list = _paired(scored, treated, baseline, attack)
         if len(seed_list) >= 2:
             c = comparative_claim(claim_id, text, paper, treatment, control, seeds=seed_list, names=names)
-            rows.append(observation(claim_id, text, paper, c.measured_value, holds=c.holds, seeds=c.seeds,
-                                    detail=c.detail))
+            rows.append(observation(claim_id, text, paper, c.measured_value, seeds=c.seeds,
+                                    detail=f"paired CI by the one rule would read: {c.verdict}"))
         else:
             rows.append(observation(claim_id, text, paper, f"{attack} not run at this profile or fewer than two seeds",
                                     seeds=seeds))
@@ -353,6 +432,5 @@ def observations(scored: pd.DataFrame, seeds: str, tpr_bar: float, fpr_bar: floa
         "BREW TPR >= 0.90 at FPR <= 0.03",
         "TPR 0.965 at FPR 0.02",
         f"cosine 0.75: TPR {strict:.3f} (n={n_strict}); cosine 0.65: TPR {loose:.3f}; FPR {fpr:.3f}"
-        if n_strict else "attack syn10_cos75 not run at this profile",
-        holds=bool(n_strict and strict >= tpr_bar and fpr <= fpr_bar) if n_strict else None, seeds=seeds))
+        if n_strict else "attack syn10_cos75 not run at this profile", seeds=seeds))
     return rows

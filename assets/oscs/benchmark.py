@@ -11,7 +11,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from assets.common.claims import Claim, comparative_claim, paired_ci, seeds_label
+from assets.common.claims import (
+    HOLDS,
+    INCONCLUSIVE,
+    REFUTED,
+    Claim,
+    Verdict,
+    judged,
+    mean_ci,
+    not_evaluated,
+    paired_ci,
+    seeds_label,
+    verdict_of,
+)
 from assets.oscs import method as M
 from assets.oscs.streams import SCENARIOS, STATIONARY_SCENARIOS, scenario_target_pi1
 
@@ -182,115 +194,166 @@ FAR_TOLERANCE = 0.01        # spec: mean realized FAR ≤ α + 0.01
 B1_EXCESS = 0.05            # spec: B1's FAR > α + 0.05 in at least one scenario
 POWER_RATIO = 0.8           # spec: OSCS TAR ≥ 0.8 × oracle TAR (Gaussian suite)
 VANISHING_FRACTION = 0.5    # issue: the excess at full length ≤ half the short-horizon excess, or ≤ 0.01
-CI_LEVEL = 0.90             # paired CIs over seeds (comparative claims)
+CI_LEVEL = 0.90             # every interval: two-sided 90 % t over seeds (paired where two arms)
+_ORDER = {REFUTED: 0, INCONCLUSIVE: 1, HOLDS: 2}
 
 
-def _far_claim(claim_id: str, claim: str, far: pd.DataFrame, method: str, seeds: list[int],
+def _combine(parts: list[tuple[str, Verdict]], mode: str = "all") -> tuple[Verdict, str]:
+    """Cells combined by CI verdicts. mode "all" ("in every cell"): refuted when one cell is
+    refuted, holds when all hold; mode "any" ("in at least one", "or"): holds when one holds,
+    refuted when all are refuted; inconclusive otherwise. Returns the deciding cell's verdict."""
+    pick = min if mode == "all" else max
+    name, v = pick(parts, key=lambda p: _ORDER[p[1].outcome])
+    counts = {o: sum(p[1].outcome == o for p in parts) for o in _ORDER}
+    line = (f"{counts[HOLDS]} hold, {counts[REFUTED]} refuted, {counts[INCONCLUSIVE]} inconclusive of {len(parts)}"
+            f" ({'every cell' if mode == 'all' else 'any one'}); decided by {name} {v.ci_text()}")
+    return v, line
+
+
+def _per_seed_excess(rows: pd.DataFrame) -> pd.DataFrame:
+    """FAR − α per (cell, seed) from tidy rows with columns alpha, seed, value."""
+    return rows.assign(excess=rows["value"] - rows["alpha"])
+
+
+def _cell_bounds(rows: pd.DataFrame, keys: list[str], bound: float, direction: str) -> list[tuple[str, Verdict, float]]:
+    """Per cell: the t CI over seeds of the mean FAR − α against `bound` (rule "bound")."""
+    out = []
+    for key, g in _per_seed_excess(rows).groupby(keys):
+        key = key if isinstance(key, tuple) else (key,)
+        ci = mean_ci(g.sort_values("seed")["excess"].to_numpy(float), CI_LEVEL, label="FAR − α")
+        name = ", ".join(f"{k}={v:g}" if isinstance(v, float) else str(v) for k, v in zip(keys, key))
+        out.append((name, verdict_of(ci, rule="bound", margin=bound, direction=direction), ci.mean))
+    return out
+
+
+def _no_runs(claim_id: str, claim: str, paper: str, seeds) -> Claim:
+    return not_evaluated(claim_id, claim, paper, "no runs", premise="runs present", seeds=seeds_label(seeds))
+
+
+def _far_claim(claim_id: str, claim: str, results: pd.DataFrame, method: str, seeds: list[int],
                detail_prefix: str = "") -> Claim:
-    cells = far[(far["method"] == method) & far["scenario"].isin(STATIONARY_SCENARIOS)]
-    cells = cells.assign(excess=cells["value"] - cells["alpha"])
-    worst = cells.loc[cells["excess"].idxmax()] if len(cells) else None
-    within = int((cells["excess"] <= FAR_TOLERANCE).sum())
-    return Claim(
-        claim_id, claim, f"FAR ≤ α + {FAR_TOLERANCE:g} (controlled)",
-        "no stationary runs" if worst is None else
-        f"worst mean FAR − α = {worst['excess']:+.4f} ({worst['detector']}, {worst['scenario']}, α={worst['alpha']:g})",
-        bool(worst is not None and within == len(cells)),
-        detail=f"{detail_prefix}{within}/{len(cells)} (detector × scenario × α) cells within tolerance",
-        seeds=seeds_label(seeds))
+    """Mean realized FAR ≤ α + 0.01 in every stationary (detector × scenario × α) cell: per cell
+    the t CI over seeds of FAR − α against 0.01 (holds: upper ≤ 0.01; refuted: lower > 0.01)."""
+    paper = f"FAR ≤ α + {FAR_TOLERANCE:g} (controlled)"
+    rows = results[(results["metric"] == "far_selected") & (results["method"] == method)
+                   & results["scenario"].isin(STATIONARY_SCENARIOS)]
+    if rows.empty:
+        return not_evaluated(claim_id, claim, paper, "no stationary runs", premise="runs present",
+                             seeds=seeds_label(seeds))
+    cells = _cell_bounds(rows, ["detector", "scenario", "alpha"], FAR_TOLERANCE, "less")
+    j, line = _combine([(n, v) for n, v, _ in cells])
+    worst = max(cells, key=lambda c: c[2])
+    return judged(claim_id, claim, paper,
+                  f"worst mean FAR − α = {worst[2]:+.4f} ({worst[0]}) {worst[1].ci_text()}; deciding cell "
+                  f"{j.ci_text()}", j, detail=f"{detail_prefix}per cell the {CI_LEVEL:.0%} t CI over seeds; {line}",
+                  seeds=seeds_label(seeds))
+
+
+def _vanishing_claim(results: pd.DataFrame, seeds: list[int]) -> Claim:
+    """Excess at the full length ≤ VANISHING_FRACTION × the short-horizon excess (paired CI over
+    seeds of long − fraction · short, cells averaged per seed, < 0), or the long excess ≤ 0.01
+    (t CI over seeds): holds when either holds, refuted when both are refuted."""
+    claim = ("OSCS's FAR excess over α vanishes as the stream grows: at the full length it is at most half the "
+             "excess at the short horizon (or within 0.01 of α)")
+    paper = f"excess(T) ≤ {VANISHING_FRACTION:g} × excess(T_short) or ≤ {FAR_TOLERANCE:g}"
+    sel = results[(results["method"] == "oscs") & results["scenario"].isin(STATIONARY_SCENARIOS)]
+
+    def per_seed(metric: str) -> pd.Series:
+        rows = _per_seed_excess(sel[sel["metric"] == metric])
+        return rows.groupby("seed")["excess"].mean()
+
+    long, short = per_seed("far_selected"), per_seed("far_selected_short")
+    common = sorted(set(long.index) & set(short.index))
+    if not common:
+        return _no_runs("vanishing_excess", claim, paper, seeds)
+    lo, sh = long.loc[common].to_numpy(float), short.loc[common].to_numpy(float)
+    halved = paired_ci(lo, VANISHING_FRACTION * sh, CI_LEVEL)
+    within = mean_ci(lo, CI_LEVEL, label="excess(T)")
+    j, line = _combine([(f"excess(T) − {VANISHING_FRACTION:g} × excess(T_short) < 0",
+                         verdict_of(halved, rule="effect", margin=0.0, direction="less")),
+                        (f"excess(T) ≤ {FAR_TOLERANCE:g}",
+                         verdict_of(within, rule="bound", margin=FAR_TOLERANCE, direction="less"))], mode="any")
+    return judged("vanishing_excess", claim, paper,
+                  f"mean FAR − α: {sh.mean():+.4f} at the short horizon → {lo.mean():+.4f} at the full length; "
+                  f"long − {VANISHING_FRACTION:g} × short {halved.text()}; {within.text()}", j,
+                  detail=f"cells averaged per seed; {line}", seeds=seeds_label(common))
 
 
 def evaluate_claims(results: pd.DataFrame, gaussian: pd.DataFrame) -> list[Claim]:
-    """The paper's claims, judged as the spec's pass criterion states them (and as the issue
-    tightened them), from measured rows.
+    """The paper's claims, judged by the one verdict rule, from measured rows.
 
     results: tidy rows (detector, scenario, seed, alpha, method, metric, value) of the text
-    streams; gaussian: rows of `gaussian_suite`. FAR claims compare the mean over seeds with
-    α + 0.01 (the spec's criterion); the comparative power claim uses a paired CI over seeds.
+    streams; gaussian: rows of `gaussian_suite`. FAR claims judge each cell's t CI over seeds of
+    FAR − α against α + 0.01 (the spec's tolerance) and combine cells ("every" / "at least one");
+    the power claim uses a paired CI over seeds per cell.
     """
     claims: list[Claim] = []
     text_seeds = sorted(results["seed"].unique().tolist()) if len(results) else []
     gauss_seeds = sorted(gaussian["seed"].unique().tolist()) if len(gaussian) else []
-    far = _mean_table(results, "far_selected")
     claims.append(_far_claim(
         "far_control", "OSCS: mean realized FAR (malicious among accepted) ≤ α + 0.01 in every stationary "
-        "scenario, every α, every detector", far, "oscs", text_seeds))
+        "scenario, every α, every detector", results, "oscs", text_seeds))
+    claims.append(_vanishing_claim(results, text_seeds))
 
-    oscs = far[(far["method"] == "oscs") & far["scenario"].isin(STATIONARY_SCENARIOS)]
-    long_far = oscs.set_index(["detector", "scenario", "alpha"])["value"]
-    short = _mean_table(results, "far_selected_short")
-    short = short[(short["method"] == "oscs") & short["scenario"].isin(STATIONARY_SCENARIOS)]
-    short_far = short.set_index(["detector", "scenario", "alpha"])["value"]
-    alphas = long_far.index.get_level_values("alpha")
-    excess_long = float((long_far - alphas).mean()) if len(long_far) else float("nan")
-    excess_short = float((short_far.reindex(long_far.index) - alphas).mean()) if len(long_far) else float("nan")
-    vanishes = bool(np.isfinite(excess_long) and (excess_long <= FAR_TOLERANCE
-                                                  or excess_long <= VANISHING_FRACTION * excess_short))
-    claims.append(Claim(
-        "vanishing_excess",
-        "OSCS's FAR excess over α vanishes as the stream grows: at the full length it is at most half the "
-        "excess at the short horizon (or within 0.01 of α)",
-        f"excess(T) ≤ {VANISHING_FRACTION:g} × excess(T_short) or ≤ {FAR_TOLERANCE:g}",
-        f"mean FAR − α: {excess_short:+.4f} at the short horizon → {excess_long:+.4f} at the full length",
-        vanishes, seeds=seeds_label(text_seeds)))
-
-    b1 = far[(far["method"] == "fixed_threshold")].assign(excess=lambda d: d["value"] - d["alpha"])
-    b1_worst = b1.loc[b1["excess"].idxmax()] if len(b1) else None
-    claims.append(Claim(
-        "fixed_threshold_fails",
-        "The fixed 95%-benign-quantile threshold (B1) exceeds α + 0.05 in at least one scenario",
-        f"B1 FAR > α + {B1_EXCESS:g} somewhere",
-        "no runs" if b1_worst is None else
-        f"B1 worst mean FAR − α = {b1_worst['excess']:+.4f} "
-        f"({b1_worst['detector']}, {b1_worst['scenario']}, α={b1_worst['alpha']:g})",
-        bool(b1_worst is not None and b1_worst["excess"] > B1_EXCESS), seeds=seeds_label(text_seeds)))
+    claim = "The fixed 95%-benign-quantile threshold (B1) exceeds α + 0.05 in at least one scenario"
+    paper = f"B1 FAR > α + {B1_EXCESS:g} somewhere"
+    b1 = results[(results["metric"] == "far_selected") & (results["method"] == "fixed_threshold")]
+    if b1.empty:
+        claims.append(_no_runs("fixed_threshold_fails", claim, paper, text_seeds))
+    else:
+        cells = _cell_bounds(b1, ["detector", "scenario", "alpha"], B1_EXCESS, "greater")
+        j, line = _combine([(n, v) for n, v, _ in cells], mode="any")
+        worst = max(cells, key=lambda c: c[2])
+        claims.append(judged("fixed_threshold_fails", claim, paper,
+                             f"B1 worst mean FAR − α = {worst[2]:+.4f} ({worst[0]}) {worst[1].ci_text()}", j,
+                             detail=f"per cell the {CI_LEVEL:.0%} t CI over seeds of FAR − α against "
+                                    f"{B1_EXCESS:g}; {line}", seeds=seeds_label(text_seeds)))
 
     claims.append(_power_claim(gaussian, gauss_seeds))
 
-    g_far = gaussian[gaussian["metric"] == "far_selected"].groupby(["mu", "alpha", "method"])["value"].mean()
-    g_cells = g_far.xs("oscs", level="method").reset_index() if len(g_far) else pd.DataFrame()
-    if len(g_cells):
-        g_cells = g_cells.assign(excess=g_cells["value"] - g_cells["alpha"])
-        g_worst = g_cells.loc[g_cells["excess"].idxmax()]
-        measured = (f"worst mean FAR − α = {g_worst['excess']:+.4f} (μ={g_worst['mu']:g}, α={g_worst['alpha']:g}); "
-                    + ", ".join(f"μ={r.mu:g}/α={r.alpha:g}: {r.value:.3f}" for r in g_cells.itertuples()))
-    claims.append(Claim(
-        "gaussian_far_control",
-        "OSCS: mean realized FAR ≤ α + 0.01 in every cell of the parametric suite (f0 = N(0,1), f1 = N(μ,1)), "
-        "where the two-group model is identifiable",
-        f"FAR ≤ α + {FAR_TOLERANCE:g} (provable control)",
-        measured if len(g_cells) else "no runs",
-        bool(len(g_cells) and (g_cells["excess"] <= FAR_TOLERANCE).all()), seeds=seeds_label(gauss_seeds)))
+    claim = ("OSCS: mean realized FAR ≤ α + 0.01 in every cell of the parametric suite (f0 = N(0,1), f1 = N(μ,1)), "
+             "where the two-group model is identifiable")
+    paper = f"FAR ≤ α + {FAR_TOLERANCE:g} (provable control)"
+    g = gaussian[(gaussian["metric"] == "far_selected") & (gaussian["method"] == "oscs")] if len(gaussian) else gaussian
+    if len(g) == 0:
+        claims.append(_no_runs("gaussian_far_control", claim, paper, gauss_seeds))
+    else:
+        cells = _cell_bounds(g, ["mu", "alpha"], FAR_TOLERANCE, "less")
+        j, line = _combine([(n, v) for n, v, _ in cells])
+        worst = max(cells, key=lambda c: c[2])
+        claims.append(judged("gaussian_far_control", claim, paper,
+                             f"worst mean FAR − α = {worst[2]:+.4f} ({worst[0]}) {worst[1].ci_text()}; "
+                             + ", ".join(f"{n}: {e + 0:+.3f}" for n, _, e in cells), j,
+                             detail=f"per cell the {CI_LEVEL:.0%} t CI over seeds; {line}",
+                             seeds=seeds_label(gauss_seeds)))
 
     claims.append(_far_claim(
         "far_control_two_sided", "Variant (ours, not the spec): OSCS with a two-sided Storey π̂0 — mean realized "
-        "FAR ≤ α + 0.01 in every stationary scenario, every α, every detector", far, "oscs_two_sided",
+        "FAR ≤ α + 0.01 in every stationary scenario, every α, every detector", results, "oscs_two_sided",
         text_seeds, detail_prefix="π̂0 from two-sided conformal p-values (Storey 2002; Bates et al. 2023); "))
     return claims
 
 
 def _power_claim(gaussian: pd.DataFrame, seeds: list[int]) -> Claim:
     """TAR(OSCS) ≥ 0.8 × TAR(oracle) in every (μ, α) cell, each judged by the paired CI over
-    seeds of TAR_OSCS − 0.8 · TAR_oracle (lower bound > 0)."""
+    seeds of TAR_OSCS − 0.8 · TAR_oracle (rule "effect", margin 0: holds lower > 0, refuted upper < 0)."""
+    claim = ("OSCS benign acceptance (TAR) ≥ 0.8 × the oracle rule's in every cell of the Gaussian suite "
+             "(paired CI over seeds of TAR_OSCS − 0.8 TAR_oracle)")
+    paper = f"TAR(OSCS) ≥ {POWER_RATIO:g} × TAR(oracle)"
+    if len(gaussian) == 0:
+        return _no_runs("power_vs_oracle", claim, paper, seeds)
     tar = gaussian[gaussian["metric"] == "tar"].pivot_table(index=["mu", "alpha", "seed"], columns="method",
                                                             values="value")
     cells = []
     for (mu, alpha), group in tar.groupby(level=["mu", "alpha"]):
-        claim = comparative_claim("power_cell", "", "", group["oscs"].to_numpy(),
-                                  POWER_RATIO * group["oracle"].to_numpy(), level=CI_LEVEL,
-                                  names=("OSCS TAR", f"{POWER_RATIO:g} × oracle TAR"))
+        ci = paired_ci(group["oscs"].to_numpy(), POWER_RATIO * group["oracle"].to_numpy(), CI_LEVEL)
         ratio = float(group["oscs"].mean() / group["oracle"].mean()) if group["oracle"].mean() > 0 else float("nan")
-        cells.append((mu, alpha, claim, ratio, paired_ci(group["oscs"], POWER_RATIO * group["oracle"], CI_LEVEL)))
+        cells.append((f"μ={mu:g}, α={alpha:g}", verdict_of(ci, rule="effect", margin=0.0), ratio, ci))
     if not cells:
-        return Claim("power_vs_oracle", "OSCS TAR ≥ 0.8 × oracle TAR", "", "no runs", False)
-    worst = min(cells, key=lambda c: c[4].low)
-    return Claim(
-        "power_vs_oracle",
-        "OSCS benign acceptance (TAR) ≥ 0.8 × the oracle rule's in every cell of the Gaussian suite "
-        "(paired CI over seeds of TAR_OSCS − 0.8 TAR_oracle above 0)",
-        f"TAR(OSCS) ≥ {POWER_RATIO:g} × TAR(oracle)",
-        f"worst cell μ={worst[0]:g}, α={worst[1]:g}: ratio of means {worst[3]:.3f}; {worst[4].text()}",
-        all(c[2].holds for c in cells),
-        detail=f"{sum(c[2].holds for c in cells)}/{len(cells)} cells hold; ratios of means "
-               + ", ".join(f"μ={c[0]:g}/α={c[1]:g}: {c[3]:.3f}" for c in cells),
-        seeds=seeds_label(seeds))
+        return _no_runs("power_vs_oracle", claim, paper, seeds)
+    j, line = _combine([(c[0], c[1]) for c in cells])
+    worst = min(cells, key=lambda c: c[3].low)
+    return judged("power_vs_oracle", claim, paper,
+                  f"worst cell {worst[0]}: ratio of means {worst[2]:.3f}; {worst[3].text()}", j,
+                  detail=f"{line}; ratios of means " + ", ".join(f"{c[0]}: {c[2]:.3f}" for c in cells),
+                  seeds=seeds_label(seeds))

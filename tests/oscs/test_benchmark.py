@@ -71,33 +71,62 @@ def _gaussian(ratio, far_excess=0.0, noise=0.01):
 
 def test_claims_hold_when_the_numbers_say_so():
     claims = {c.claim_id: c for c in benchmark.evaluate_claims(_results(0.005, 0.08, 0.02), _gaussian(0.9))}
-    assert all(c.holds for c in claims.values()), {k: c.measured_value for k, c in claims.items() if not c.holds}
+    assert all(c.verdict == "holds" for c in claims.values()), {k: c.detail for k, c in claims.items() if not c.holds}
     assert claims["power_vs_oracle"].seeds == "0–4 (5)" and "CI" in claims["power_vs_oracle"].measured_value
 
 
 def test_claims_fail_when_the_numbers_say_so():
     claims = {c.claim_id: c for c in benchmark.evaluate_claims(_results(0.02, 0.03, 0.01, far_two_sided=0.015),
                                                                _gaussian(0.7, far_excess=0.03))}
-    assert not claims["far_control"].holds          # +0.02 > 0.01 tolerance
-    assert not claims["vanishing_excess"].holds      # excess grew from 0.01 to 0.02
-    assert not claims["fixed_threshold_fails"].holds  # B1 only +0.03
-    assert not claims["power_vs_oracle"].holds       # ratio 0.7 < 0.8
-    assert not claims["gaussian_far_control"].holds  # +0.03 in the parametric suite
-    assert not claims["far_control_two_sided"].holds  # the variant is judged on its own rows
+    assert claims["far_control"].verdict == "refuted"            # +0.02 > 0.01 tolerance
+    assert claims["vanishing_excess"].verdict == "refuted"       # excess grew from 0.01 to 0.02
+    assert claims["fixed_threshold_fails"].verdict == "refuted"  # B1 only +0.03
+    assert claims["power_vs_oracle"].verdict == "refuted"        # ratio 0.7 < 0.8
+    assert claims["gaussian_far_control"].verdict == "refuted"   # +0.03 in the parametric suite
+    assert claims["far_control_two_sided"].verdict == "refuted"  # the variant is judged on its own rows
 
 
-@pytest.mark.parametrize("short, long, holds", [
-    (0.04, 0.019, True),    # halved
-    (0.03, 0.02, False),    # shrank, but not to half, and > 0.01 (the old rule called this a pass)
-    (0.012, 0.009, True),   # within 0.01 of α
-    (0.01, 0.011, False),   # grew
+@pytest.mark.parametrize("short, long, expected", [
+    (0.04, 0.015, "holds"),          # halved (−0.005 ± 0.0015 over seeds)
+    (0.03, 0.02, "refuted"),         # shrank, but not to half, and > 0.01 (the old rule called this a pass)
+    (0.012, 0.005, "holds"),         # within 0.01 of α
+    (0.04, 0.019, "inconclusive"),   # −0.001 ± 0.0015: the seeds cannot tell whether it halved
+    (0.01, 0.015, "refuted"),        # grew
+    (0.01, 0.011, "inconclusive"),   # grew, but 0.011 ± 0.0015 is not shown above 0.01
 ])
-def test_vanishing_excess_means_halved_or_within_tolerance(short, long, holds):
+def test_vanishing_excess_means_halved_or_within_tolerance(short, long, expected):
     claims = {c.claim_id: c for c in benchmark.evaluate_claims(_results(long, 0.08, short), _gaussian(0.9))}
-    assert claims["vanishing_excess"].holds is holds
+    assert claims["vanishing_excess"].verdict == expected
 
 
 def test_power_claim_needs_the_interval_not_the_mean():
     # mean ratio 0.82 ≥ 0.8, but the seeds scatter ±0.2: the paired interval straddles 0
     noisy = benchmark.evaluate_claims(_results(0.005, 0.08, 0.02), _gaussian(0.82, noise=0.1))
-    assert not {c.claim_id: c for c in noisy}["power_vs_oracle"].holds
+    assert {c.claim_id: c for c in noisy}["power_vs_oracle"].verdict == "inconclusive"
+
+
+@pytest.mark.parametrize("excess, expected", [(0.005, "holds"), (0.02, "refuted"), (0.0095, "inconclusive")])
+def test_far_claims_judge_each_cell_by_its_interval(excess, expected):
+    # seeds scatter ±0.002 around the excess: 0.0095 is neither shown below nor above 0.01
+    claims = {c.claim_id: c for c in benchmark.evaluate_claims(_results(excess, 0.08, 0.04), _gaussian(0.9))}
+    assert claims["far_control"].verdict == expected
+    assert claims["far_control_two_sided"].verdict == expected
+
+
+def test_far_claim_refuted_by_one_cell_and_fixed_threshold_by_any_cell():
+    rows = _results(0.005, 0.03, 0.02)
+    bad = (rows["scenario"] == "hard_p40") & (rows["alpha"] == 0.05) & (rows["metric"] == "far_selected")
+    rows.loc[bad, "value"] += 0.10           # one cell of OSCS and B1 far above α
+    claims = {c.claim_id: c for c in benchmark.evaluate_claims(rows, _gaussian(0.9))}
+    assert claims["far_control"].verdict == "refuted" and "hard_p40" in claims["far_control"].measured_value
+    assert claims["fixed_threshold_fails"].verdict == "holds"
+    edge = {c.claim_id: c for c in benchmark.evaluate_claims(_results(0.005, 0.0505, 0.02), _gaussian(0.9))}
+    assert edge["fixed_threshold_fails"].verdict == "inconclusive"     # +0.0505 ± 0.0015 against 0.05
+
+
+def test_gaussian_far_and_power_verdicts():
+    claims = {c.claim_id: c for c in benchmark.evaluate_claims(_results(0.005, 0.08, 0.02), _gaussian(0.9, 0.005))}
+    assert claims["gaussian_far_control"].verdict == "holds" and claims["power_vs_oracle"].verdict == "holds"
+    empty = {c.claim_id: c for c in benchmark.evaluate_claims(_results(0.005, 0.08, 0.02), _gaussian(0.9).iloc[:0])}
+    for cid in ("gaussian_far_control", "power_vs_oracle"):
+        assert empty[cid].verdict == "inconclusive" and "FAILED" in empty[cid].premise

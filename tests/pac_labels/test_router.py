@@ -105,13 +105,13 @@ def test_router_cost_is_judged_by_a_ci_against_single_models_only():
                           _pac_rows("router_routed_confidence", 0.10 + 0.01 * rng.standard_normal(50))])
     summary = B.summarize(outcomes.assign(save=0.5, n_bought=0.0), 0.05, 0.05)
     pac = summary[summary["method"] == "pac"]
-    claim = B.router_cost_claim(pac, outcomes, 0.08)
+    claim = B.router_cost_claim(pac, outcomes, 0.05)
     assert claim.holds and "best single model (logreg)" in claim.measured_value and "CI" in claim.measured_value
     # a router that is only as cheap as the best single model does not hold
     tied = pd.concat([outcomes[outcomes["model"] != "router"],
                       _pac_rows("router", 0.50 + 0.01 * rng.standard_normal(50))])
     summary = B.summarize(tied.assign(save=0.5, n_bought=0.0), 0.05, 0.05)
-    assert not B.router_cost_claim(summary[summary["method"] == "pac"], tied, 0.08).holds
+    assert not B.router_cost_claim(summary[summary["method"] == "pac"], tied, 0.05).holds
     note = B.router_ablation_observation(pac, {"router": {"auc": 0.7}})
     assert note.kind == "observation" and "router_routed_confidence: cost 0.0" in note.measured_value
 
@@ -133,7 +133,7 @@ def test_router_cost_fails_when_the_ci_straddles_zero_and_names_its_trials():
     pac = summary[summary["method"] == "pac"]
     r = pac.set_index("model")["cost_mean"]
     assert r["router"] < r["logreg"] < r["gnb"]
-    claim = B.router_cost_claim(pac, outcomes, 0.08)
+    claim = B.router_cost_claim(pac, outcomes, 0.05)
     assert not claim.holds and "router 0.489 vs best single model (logreg)" in claim.measured_value
     assert "vs gnb" in claim.measured_value
     assert claim.seeds == "PAC trials 0–19 (20)"

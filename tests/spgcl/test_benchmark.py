@@ -62,7 +62,7 @@ def test_claim_no_positive_paired_ci():
     assert c.holds and c.seeds == "0–3 (4)" and "90% CI" in c.measured_value
     bad = good.copy()
     bad.loc[bad["method"] == "grace_nopos", "test_acc"] -= 0.08      # GCN loses 10 points
-    assert not B.claim_no_positive(bad).holds
+    assert B.claim_no_positive(bad).verdict == "refuted"
 
 
 def test_claim_no_positive_fails_when_ci_straddles_margin():
@@ -75,7 +75,7 @@ def test_claim_no_positive_fails_when_ci_straddles_margin():
     gap = B.summary_table(probe).set_index("method").loc[["grace", "grace_nopos"], "mean"]
     assert abs(gap["grace"] - gap["grace_nopos"]) <= 3.0
     c = B.claim_no_positive(probe)
-    assert not c.holds and "need lower > -3" in c.measured_value
+    assert c.verdict == "inconclusive" and "no_worse: Δ ≥ -3" in c.measured_value
 
 
 def test_claim_hetero_gain_needs_size_and_ci():
@@ -84,7 +84,7 @@ def test_claim_hetero_gain_needs_size_and_ci():
     assert B.claim_hetero_gain(big).holds
     small = _probe_rows({("bow_hetero", "spgcl"): [60, 61, 62, 63, 64],
                          ("bow_hetero", "spgcl_wo_both"): [59, 60, 61, 62, 63]})
-    assert not B.claim_hetero_gain(small).holds                       # +1 point < 2
+    assert B.claim_hetero_gain(small).verdict == "refuted"            # +1 point < 2
 
 
 def test_claim_hetero_gain_fails_when_ci_straddles_margin():
@@ -93,12 +93,12 @@ def test_claim_hetero_gain_fails_when_ci_straddles_margin():
     probe = _probe_rows({("gauss_hetero", "spgcl"): [68, 58, 66, 60, 63],
                          ("gauss_hetero", "spgcl_wo_both"): [60, 60, 60, 60, 60]})
     assert B.paired_comparison(probe, "gauss_hetero", "spgcl", "spgcl_wo_both")["diff"] >= 2.0
-    assert not B.claim_hetero_gain(probe).holds
+    assert B.claim_hetero_gain(probe).verdict == "inconclusive"
 
 
 def test_claim_hetero_gain_one_seed_establishes_nothing():
     probe = _probe_rows({("bow_hetero", "spgcl"): [70], ("bow_hetero", "spgcl_wo_both"): [50]})
-    assert not B.claim_hetero_gain(probe).holds
+    assert B.claim_hetero_gain(probe).verdict == "inconclusive"
 
 
 def test_claim_prealignment_and_homo_competitive():
@@ -111,14 +111,14 @@ def test_claim_prealignment_and_homo_competitive():
     assert c.holds and c.seeds == "0–2 (3)"
     high_energy = diag.copy()
     high_energy.loc[high_energy["encoder"] == "gcn", "rayleigh_quotient"] = 0.6     # ratio 0.67 > 0.5
-    assert not B.claim_prealignment(high_energy).holds
+    assert B.claim_prealignment(high_energy).verdict == "refuted"
     one_seed = diag[diag["seed"] == 0]                                             # no CI from one seed
-    assert not B.claim_prealignment(one_seed).holds
+    assert B.claim_prealignment(one_seed).verdict == "inconclusive"
     probe = _probe_rows({("bow_homo", "spgcl"): [80, 81, 79], ("bow_homo", "grace"): [80.5, 81.2, 79.6],
                          ("bow_homo", "dgi"): [70, 71, 69], ("bow_homo", "bgrl"): [75, 74, 76]})
     assert B.claim_homo_competitive(probe).holds
     probe.loc[probe["method"] == "grace", "test_acc"] += 0.045
-    assert not B.claim_homo_competitive(probe).holds
+    assert B.claim_homo_competitive(probe).verdict == "refuted"
 
 
 def test_claim_homo_competitive_fails_when_ci_straddles_margin():
@@ -129,7 +129,7 @@ def test_claim_homo_competitive_fails_when_ci_straddles_margin():
                          ("bow_homo", "dgi"): [70, 70, 70, 70, 70], ("bow_homo", "bgrl"): [70, 70, 70, 70, 70]})
     s = B.summary_table(probe).set_index("method")["mean"]
     assert s["spgcl"] >= s["grace"] - 1.0
-    assert not B.claim_homo_competitive(probe).holds
+    assert B.claim_homo_competitive(probe).verdict == "inconclusive"
 
 
 def test_exact_threshold_is_not_lost_to_rounding():
@@ -154,3 +154,45 @@ def test_offset_embeddings_fail_only_the_cosine_criterion():
     assert s["mean_pairwise_cosine"] > 0.95 and s["effective_rank"] > 12
     assert any("mean pairwise cosine" in p for p in B.collapse_problems(s))
     assert not B.collapse_problems(s, max_mean_cosine=None)
+
+
+# ----------------------------------------------------------------------------- verdicts by the one rule
+def test_hetero_gain_effect_rule_needs_lower_above_zero_and_mean_at_the_margin():
+    # gains 2.5 ± 1: lower bound above 0 and mean ≥ 2 → holds (the old rule wanted lower > 2: 1.55 is not)
+    probe = _probe_rows({("gauss_hetero", "spgcl"): [61.5, 63.5, 62.5, 61.5, 63.5],
+                         ("gauss_hetero", "spgcl_wo_both"): [60, 60, 60, 60, 60]})
+    assert B.claim_hetero_gain(probe).verdict == "holds"
+    # gains 1.5 ± 0.3: clearly positive but clearly under 2 → refuted
+    probe = _probe_rows({("gauss_hetero", "spgcl"): [61.5, 61.2, 61.8, 61.5, 61.5],
+                         ("gauss_hetero", "spgcl_wo_both"): [60, 60, 60, 60, 60]})
+    assert B.claim_hetero_gain(probe).verdict == "refuted"
+    # one graph refuted is enough to refute the claim on every graph
+    both = pd.concat([_probe_rows({("bow_hetero", "spgcl"): [70, 71, 72, 70, 71],
+                                   ("bow_hetero", "spgcl_wo_both"): [60] * 5}), probe])
+    assert B.claim_hetero_gain(both).verdict == "refuted"
+    assert B.claim_hetero_gain(probe.iloc[:0]).verdict == "inconclusive"        # not run: not evaluated
+
+
+def test_no_positive_and_homo_competitive_no_worse_verdicts():
+    rows = {("bow_homo", "grace"): [80, 81, 79, 80], ("bow_homo", "grace_mlp"): [60, 61, 59, 60],
+            ("bow_homo", "grace_nopos_mlp"): [50, 50.5, 49, 51]}
+    near = _probe_rows({**rows, ("bow_homo", "grace_nopos"): [79, 80.5, 78, 79]})     # −1 ± 0.5
+    assert B.claim_no_positive(near).verdict == "holds"
+    mlp_small = _probe_rows({**rows, ("bow_homo", "grace_nopos"): [79, 80.5, 78, 79],
+                             ("bow_homo", "grace_nopos_mlp"): [58, 59, 57, 58]})         # MLP loses only 2
+    assert B.claim_no_positive(mlp_small).verdict == "refuted"
+    probe = _probe_rows({("bow_homo", "spgcl"): [79.5, 80.5, 79, 80], ("bow_homo", "grace"): [80, 80.8, 79.4, 80.2],
+                         ("bow_homo", "dgi"): [70] * 4, ("bow_homo", "bgrl"): [70] * 4})
+    assert B.claim_homo_competitive(probe).verdict == "holds"
+    probe.loc[probe["method"] == "dgi", "test_acc"] = 0.85                              # 5 points ahead
+    assert B.claim_homo_competitive(probe).verdict == "refuted"
+
+
+def test_prealignment_energy_is_judged_by_the_per_seed_ratio_interval():
+    rows = []
+    for seed, rq in enumerate([0.40, 0.62, 0.45, 0.58]):   # per-seed ratios straddle 0.5
+        rows += [{"graph": "bow_homo", "seed": seed, "encoder": "gcn", "edge_cosine": 0.7, "rayleigh_quotient": rq},
+                 {"graph": "bow_homo", "seed": seed, "encoder": "mlp", "edge_cosine": 0.2 + 0.01 * seed,
+                  "rayleigh_quotient": 1.0}]
+    c = B.claim_prealignment(pd.DataFrame(rows))
+    assert c.verdict == "inconclusive" and "energy ratio" in c.measured_value
