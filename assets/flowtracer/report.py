@@ -88,7 +88,8 @@ def build_report(tokens: pd.DataFrame, masking: pd.DataFrame, evals: pd.DataFram
     task = tasks.get(params.data.task)
     claims, numbers = B.evaluate_claims(tokens, masking, evals, checkpoints, step_times, params.bootstrap, base_seed,
                                         ablations=params.rl_ablations, fraction=params.flow.top_fraction,
-                                        layers=params.flow.layers, task=task)
+                                        layers=params.flow.layers, task=task,
+                                        band=tuple(params.sft.band))
     band = A.band_name(params.flow.layers)
     middle = masking[masking["band"] == band]
     mask_table = middle.groupby("rule")[["answer_changed", "flipped"]].mean().mul(100).reindex(A.SCORE_RULES)

@@ -130,11 +130,11 @@ def test_rl_claim_needs_every_comparison():
 
 
 def test_overhead_claim_reads_the_credit_share():
-    times = pd.DataFrame({"method": ["flowtracer"] * 3 + ["uniform"] * 3, "seed": 0, "step": [1, 2, 3] * 2,
-                          "seconds_credit": [0.02, 0.02, 0.02, 0.0, 0.0, 0.0], "seconds_step": [1.0] * 6})
+    times = pd.DataFrame({"method": ["flowtracer"] * 3 + ["uniform"] * 3, "seed": [0, 1, 2] * 2, "step": 1,
+                          "seconds_credit": [0.02, 0.021, 0.019, 0.0, 0.0, 0.0], "seconds_step": [1.0] * 6})
     claim, numbers = B.overhead_claim(times)
     assert claim.holds and numbers["overhead_share"] == pytest.approx(0.02) and claim.volatile
-    slow = times.assign(seconds_credit=[0.1, 0.1, 0.1, 0, 0, 0])
+    slow = times.assign(seconds_credit=[0.1, 0.11, 0.09, 0, 0, 0])
     assert not B.overhead_claim(slow)[0].holds
     assert not B.overhead_claim(None)[0].holds
 
@@ -192,7 +192,9 @@ def test_masking_by_band_judges_each_band_and_the_claim_only_the_middle():
     both = pd.concat([middle, early], ignore_index=True)
     assert not B.masking_claim(both, 300, 0, "1-2").holds                     # judged at band 1-2
     text = B.masking_band_observation(both, 300, 0, "1-2").measured_value
-    assert text.index("band 0:") < text.index("→ met") < text.index("band 1-2:") < text.index("→ not met")
+    early_part, middle_part = text.split("band 1-2:")
+    assert early_part.startswith("band 0:") and early_part.rstrip("; ").endswith("→ holds")
+    assert "→ holds" not in middle_part
 
 
 def test_rl_ablations_are_paired_against_flowtracer_and_left_out_of_rl_gain():
