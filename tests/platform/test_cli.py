@@ -55,10 +55,11 @@ def test_reproduce_runs_only_changed_papers_and_names_the_rest(data_dir, monkeyp
     """The orchestration of `make reproduce` (DVC and Dagster replaced by recorders)."""
     import jobs.reproduce as reproduce
     import jobs.run as run
-    from jobs import dvc_stages
+    from jobs import dvc_stages, results
     from resources.warehouse import append_job_record
 
     calls = []
+    monkeypatch.setattr(results, "main", lambda argv: calls.append(("results",)) or 0)
     monkeypatch.setenv("DAGSTER_HOME", str(data_dir))
     monkeypatch.setattr(dvc_stages, "main", lambda argv: 0)
     monkeypatch.setattr(reproduce, "changed_stages", lambda papers: {"brew"} & set(papers))
@@ -68,15 +69,15 @@ def test_reproduce_runs_only_changed_papers_and_names_the_rest(data_dir, monkeyp
 
     assert reproduce.main(["--papers", "oscs", "brew", "--profile", "cpu"]) == 0
     out = capsys.readouterr().out
-    assert calls == [("repro", "brew", False), ("run", "warehouse")]
+    assert calls == [("repro", "brew", False), ("run", "warehouse"), ("results",)]
     assert "1 of 2 papers to run at the cpu profile; up to date: oscs" in out
     assert "brew — started; last run took 2 min 05 s" in out and "up to date oscs" in out
 
     calls.clear()
     assert reproduce.main(["--papers", "oscs", "--force", "--profile", "cpu"]) == 0
-    assert calls == [("repro", "oscs", True), ("run", "warehouse")]
+    assert calls == [("repro", "oscs", True), ("run", "warehouse"), ("results",)]
 
-    calls.clear()   # another profile than DVC's: every selected paper, uncached, through jobs.run
+    calls.clear()   # another profile than DVC's: every selected paper, uncached, through jobs.run; no record
     assert reproduce.main(["--papers", "oscs", "--profile", "smoke"]) == 0
     assert calls == [("run", "oscs"), ("run", "warehouse")]
     with pytest.raises(SystemExit):
