@@ -191,6 +191,6 @@ PAPER = paper.define(
         paper.gate(planner_microbench, "finite_below_optimum", "Synthetic J finite and ≤ the exact optimum.",
                    checks.microbench_valid),
     ],
-    claims=["beats_policy", "beats_naive_grad", "ablations", "compute"],
-    observations=["mppi_gap_trend"],
+    claims=["beats_policy", "beats_naive_grad", "ablations"],
+    observations=["compute", "compute_wall_time", "mppi_gap_trend"],
 )

@@ -54,7 +54,7 @@ def test_smoke_values_hold_relative_refs_exact_counters_and_no_wall_clock(run):
     assert "## Task survey" in report and "How this reproduction differs from the paper" in report
     assert "ms" not in report.split("## Compute accounting")[1].split("##")[0].split()
     timings = (run.data_dir / "runs" / "dream_mpc" / "TIMINGS.md").read_text()
-    assert "Single-state decision latency" in timings and "| compute |" in timings
+    assert "Single-state decision latency" in timings and "| compute_wall_time |" in timings
 
 
 def test_probe_cli_reproduces_the_pipelines_strong_checkpoint(run, capsys):
