@@ -52,7 +52,7 @@ def test_smoke_report_names_every_claim_and_keeps_timings_out_of_dvc(run):
     metrics = (report / "metrics.json").read_text()
     assert '"validity_fraction": 1.0' in metrics and "per_s" not in metrics
     claims = pd.read_parquet(run.data_dir / "results" / SLUG / "claims.parquet")
-    assert set(claims["claim_id"]) == set(run.paper.claim_ids)
+    assert set(claims["claim_id"]) == {*run.paper.claim_ids, *run.paper.observation_ids}
     rows = pd.read_parquet(run.data_dir / "results" / SLUG / "metrics.parquet")
     assert {"rms", "w2", "log10_gmm_sup", "exact_w2"} <= set(rows["metric"])
     assert "wall_s" not in run.value("dsb_coupled_runs")
@@ -233,17 +233,17 @@ def test_grid_ranking_is_judged_per_cell_and_one_adjacent_swap_is_spearman_0_8()
     agree, one_swap, two_swaps = [1, 2, 3, 4], [2, 1, 3, 4], [2, 1, 4, 3]       # ρ = 1, 0.8 (exactly), 0.6
     cells = benchmark.grid_ranking_cells(_ranking_rows({"a": agree, "b": one_swap}))
     assert cells["spearman"].tolist() == [1.0, 0.8] and cells["ok"].all()
-    assert benchmark.grid_ranking_claim(cells, 3).holds
+    assert benchmark.point_reading(benchmark.grid_ranking_claim(cells, 3))
     # 15 cells agree and one does not: the mean (0.975) is above 0.8, the claim is not
     many = benchmark.grid_ranking_cells(_ranking_rows({**{f"c{i:02d}": agree for i in range(15)}, "z": two_swaps}))
     claim = benchmark.grid_ranking_claim(many, 3)
-    assert many["spearman"].mean() > benchmark.SPEARMAN_MIN and not claim.holds
+    assert many["spearman"].mean() > benchmark.SPEARMAN_MIN and not benchmark.point_reading(claim)
     assert "in 15/16 cells" in claim.measured_value and "z/vp/sde/e ρ=0.6" in claim.detail
     assert claim.seeds == "0–2 (3) (seed means of the RMS)"                     # seeds_label of the seeds
     assert benchmark.grid_ranking_claim(many, benchmark.seeds_text([3, 5])).seeds == \
         "0–4 (5); 3–5 per configuration (seed means of the RMS)"
     empty = _ranking_rows({"a": agree}).iloc[:0]
-    assert not benchmark.grid_ranking_claim(benchmark.grid_ranking_cells(empty), 0).holds
+    assert not benchmark.point_reading(benchmark.grid_ranking_claim(benchmark.grid_ranking_cells(empty), 0))
 
 
 def test_gpu_profile_path_runs_with_the_torch_backend_on_cpu():

@@ -20,7 +20,7 @@ def test_sde_below_ode_established_on_every_cell():
                                               "b": ([0.5, 0.52, 0.49], [0.8, 0.79, 0.83])}))
     assert cells["established"].all() and (cells["seeds"] == 3).all()
     claim = benchmark.sde_below_ode_claim(cells)
-    assert claim.holds and claim.seeds == "0–2 (3)" and "2/2" in claim.measured_value
+    assert claim.verdict == "holds" and claim.seeds == "0–2 (3)" and "2 hold, 0 refuted" in claim.measured_value
 
 
 def test_sde_below_ode_fails_when_a_cell_ci_straddles_zero():
@@ -31,14 +31,21 @@ def test_sde_below_ode_fails_when_a_cell_ci_straddles_zero():
     b = cells.set_index("error_model").loc["b"]
     assert b["sde"] < b["ode"] and b["sde_below_ode"] and not b["established"]
     claim = benchmark.sde_below_ode_claim(cells)
-    assert not claim.holds and "1/2" in claim.measured_value and "seed means SDE < ODE in 2/2" in claim.measured_value
+    assert claim.verdict == "inconclusive" and "1 hold, 0 refuted, 1 inconclusive of 2" in claim.measured_value
+    assert "seed means SDE < ODE in 2/2" in claim.measured_value
     assert claim.seeds == "0–3 (4); 3–4 per configuration"
 
 
 def test_sde_below_ode_one_seed_establishes_nothing():
     cells = benchmark.sde_vs_ode_cells(_runs({"a": ([1.0], [2.0])}))
     assert not cells["established"].any()
-    assert not benchmark.sde_below_ode_claim(cells).holds
+    assert benchmark.sde_below_ode_claim(cells).verdict == "inconclusive"
+
+
+def test_sde_below_ode_is_refuted_when_one_cell_is_confidently_above():
+    cells = benchmark.sde_vs_ode_cells(_runs({"a": ([1.0, 1.1, 0.9], [2.0, 2.1, 2.05]),
+                                              "b": ([2.0, 2.1, 2.05], [1.0, 1.1, 0.9])}))
+    assert benchmark.sde_below_ode_claim(cells).verdict == "refuted"
 
 
 def test_seeds_text():

@@ -69,7 +69,7 @@ def test_smoke_report_names_every_claim_and_keeps_timings_out_of_dvc(run):
     assert (report / "plots" / "digits_pareto.png").stat().st_size > 1000
     claims = pd.concat([pd.read_parquet(run.data_dir / "results" / SLUG / "claims.parquet"),
                         pd.read_parquet(run.data_dir / "runs" / SLUG / "claims_timings.parquet")])
-    assert sorted(claims["claim_id"]) == sorted(run.paper.claim_ids)
+    assert sorted(claims["claim_id"]) == sorted([*run.paper.claim_ids, *run.paper.observation_ids])
     assert claims.set_index("claim_id")["volatile"].to_dict()["v5_compute_control"]
     assert "img/s" not in (report / "REPORT.md").read_text()
     assert not (run.data_dir / SLUG / "throughput.parquet").exists()               # a run record

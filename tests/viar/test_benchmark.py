@@ -56,28 +56,45 @@ def test_linear_r2_known_answers():
     assert benchmark.linear_r2([1, 2, 3, 4], [1, 3, 1, 3])[1] < 0.5
 
 
+def reads(c) -> bool:
+    """A counted claim holds; a sanity row is not violated; a pending row's point criterion held."""
+    if c.kind == "claim":
+        return c.holds
+    if c.kind == "sanity":
+        return not c.measured_value.startswith("VIOLATED")
+    return benchmark.point_reading(c)
+
+
+def test_quality_parity_is_judged_by_per_seed_cis():
+    claims = _claims()
+    assert claims["v2_quality_parity"].kind == "claim" and claims["v2_quality_parity"].verdict == "holds"
+    assert {c.kind for k, c in claims.items() if k != "v2_quality_parity"} <= {"sanity", "observation"}
+    bad = _claims(viar={"con1": (30.0, 20), "con4": (15.0, 50), "con8": (14.6, 90), "dec8-2": (15.0, 45)})
+    assert bad["v2_quality_parity"].verdict == "refuted"
+
+
 def test_claims_hold_on_a_good_run():
     claims = _claims()
-    assert all(c.holds for c in claims.values()), {k: c.measured_value for k, c in claims.items()}
+    assert all(reads(c) for c in claims.values()), {k: c.measured_value for k, c in claims.items()}
     assert "40.0%" in claims["v1_params"].measured_value
 
 
 def test_quality_parity_fails_beyond_the_bound():
     # bound = 1.25 · 10 + 2 = 14.5
     claims = _claims(viar={"con1": (30.0, 20), "con4": (15.0, 50), "con8": (14.6, 90), "dec8-2": (15.0, 45)})
-    assert not claims["v2_quality_parity"].holds
-    assert claims["v3_knob_works"].holds
+    assert not reads(claims["v2_quality_parity"])
+    assert reads(claims["v3_knob_works"])
 
 
 def test_memory_claim_fails_when_no_grad_iterations_cost_memory():
-    assert not _claims(n_bytes=(100, 110, 120))["v4_constant_memory"].holds
-    assert _claims(n_bytes=(100, 101, 100))["v4_constant_memory"].holds     # within 2%
+    assert not reads(_claims(n_bytes=(100, 110, 120))["v4_constant_memory"])
+    assert reads(_claims(n_bytes=(100, 101, 100))["v4_constant_memory"])     # within 2%
 
 
 def test_compute_control_needs_speed_and_quality():
-    assert not _claims(tp=(10.0, 12.0))["v5_compute_control"].holds          # 1.2× only
+    assert not reads(_claims(tp=(10.0, 12.0))["v5_compute_control"])          # 1.2× only
     worse = {**GOOD_VIAR, "dec8-2": (11.4, 40)}                               # +16% over con8
-    assert not _claims(viar=worse)["v5_compute_control"].holds               # +19% FCD
+    assert not reads(_claims(viar=worse)["v5_compute_control"])               # +19% FCD
 
 
 def test_pareto_uses_only_affordable_viar_points():
@@ -86,8 +103,8 @@ def test_pareto_uses_only_affordable_viar_points():
     assert table["dominated"].to_dict() == {"VAR-d2": False, "VAR-d4": True, "VAR-d6": True, "VAR-d8": True}
     assert table["viar_schedule"].to_dict() == {"VAR-d2": "none affordable", "VAR-d4": "con1",
                                                  "VAR-d6": "dec8-2", "VAR-d8": "con4"}
-    assert _claims()["v6_pareto"].holds
-    assert not _claims(viar={**GOOD_VIAR, "con1": (12.5, 20)})["v6_pareto"].holds      # d4 lost: 2 of 4
+    assert reads(_claims()["v6_pareto"])
+    assert not reads(_claims(viar={**GOOD_VIAR, "con1": (12.5, 20)})["v6_pareto"])      # d4 lost: 2 of 4
 
 
 def test_throughput_claim_is_a_wall_clock_record_and_the_others_are_not():
