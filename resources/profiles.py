@@ -96,7 +96,7 @@ def base_seed(path: Path = PARAMS_FILE) -> int:
 def override_problems(overrides: dict[str, Any], profiles: tuple[str, ...] = PROFILES,
                       path: Path = PARAMS_FILE) -> list[str]:
     """What is wrong with `params_overrides` ({slug: {key: value}}), by key path: an unknown paper,
-    a key that no profile of the paper has, or a value whose type differs from params.yaml's
+    a top-level key that no profile of the paper has, or a value whose type differs from params.yaml's
     (an int where a float is expected is fine). Empty when every key and type is known."""
     problems: list[str] = []
     params = load_all_params(path)
@@ -106,7 +106,10 @@ def override_problems(overrides: dict[str, Any], profiles: tuple[str, ...] = PRO
         if isinstance(value, dict) and dicts:
             for key, sub in value.items():
                 if not any(key in d for d in dicts):
-                    problems.append(f"params_overrides.{where}.{key}: unknown key")
+                    # a nested key params.yaml leaves at its dataclass default is for the paper's typed
+                    # parameters to accept or refuse (with its path) at the first asset
+                    if "." not in where:
+                        problems.append(f"params_overrides.{where}.{key}: unknown key")
                 else:
                     walk(f"{where}.{key}", sub, [d[key] for d in dicts if key in d])
             return
