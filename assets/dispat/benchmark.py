@@ -1,23 +1,44 @@
 """dispat claims: measured tables → Claims (assets.common.claims) — no Dagster import.
 
-Thresholds are module constants (the issue's), the same at every profile. Comparative claims
-are judged by the paired CI over the (dataset, seed) cells (`comparative_claim`); the paired
-bootstrap over test rows is reported beside it.
+Thresholds are module constants (the issue's), the same at every profile. Every counted claim is
+judged by the one rule (assets.common.claims.verdict): comparative claims on the paired t CI over
+the (dataset, seed) cells (`comparative_claim`; the paired bootstrap over test rows is reported
+beside it), the FPR band on a Clopper–Pearson CI per cell. A claim with several parts holds when
+every part holds, is refuted when any part is refuted, and is otherwise inconclusive.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from assets.common.claims import Claim, comparative_claim, observation, seeds_label
+from assets.common.claims import (
+    HOLDS,
+    INCONCLUSIVE,
+    REFUTED,
+    Claim,
+    Premise,
+    Verdict,
+    comparative_claim,
+    judged,
+    observation,
+    paired_ci,
+    proportion_ci,
+    seeds_label,
+    verdict,
+    verdict_of,
+)
 from assets.dispat.baselines import BASELINES
 from assets.dispat.method import F_NAMES, paired_bootstrap_auc
 from assets.dispat.params import DispatParams
 
-MIN_GAIN = 0.01                 # mean AUROC gain over AnoLLM compute-matched
-MIN_DATASETS_WON = 2            # of 3
-FPR_RANGE = (0.03, 0.08)        # test-normal FPR at α = 0.05
-MAX_NLL_RISE = 0.02             # θ_T validation NLL ≤ θ0's + 2 %
+MIN_GAIN = 0.01                 # mean AUROC gain over AnoLLM compute-matched → rule "effect", margin 0.01
+MIN_DATASETS_WON = 2            # of 3 (the issue's count; reported, not the verdict rule)
+FPR_RANGE = (0.03, 0.08)        # test-normal FPR at α = 0.05: every cell's Clopper–Pearson CI inside the band
+MAX_NLL_RISE = 0.02             # premise of alignment: θ_T validation NLL ≤ θ0's + 2 % on every counted cell
+# premise of alignment (and the cells f_variants uses): a cell counts only when at least one self-play
+# round was kept there (otherwise θ_T = θ0 and the comparison is θ0 with itself); the claim needs at
+# least MIN_KEPT_CELLS such cells for a CI over cells (fixed before the run: a third of the 9 cpu cells)
+MIN_KEPT_CELLS = 3
 SYNTHETIC = "synthetic_transactions"
 DEPENDENCY = "auroc_dependency"
 
@@ -48,6 +69,17 @@ def _fmt(ci: tuple[float, float, float]) -> str:
     return f"{ci[0]:+.4f} [90% CI {ci[1]:+.4f}, {ci[2]:+.4f}]"
 
 
+def all_parts(parts: list[tuple[str, Verdict]]) -> Verdict:
+    """Holds when every part holds, refuted when any part is refuted, else inconclusive; the interval
+    shown is the deciding part's (the first refuted, else the first not holding, else the first)."""
+    outcomes = [v.outcome for _, v in parts]
+    outcome = REFUTED if REFUTED in outcomes else HOLDS if all(o == HOLDS for o in outcomes) else INCONCLUSIVE
+    first = next((v for _, v in parts if v.outcome == outcome), parts[0][1]) if outcome != HOLDS else parts[0][1]
+    reason = "; ".join(f"{n}: {v.outcome} ({v.reason})" for n, v in parts)
+    return Verdict(outcome, first.estimate, first.low, first.high, first.margin, first.rule, first.direction,
+                   reason, tuple(p for _, v in parts for p in v.premises))
+
+
 def beats_matched(th: pd.DataFrame, scores: pd.DataFrame, p: DispatParams) -> tuple[Claim, pd.DataFrame]:
     auc = _pivot(th)
     per = auc.groupby(level="dataset")[["dispat", "anollm_matched"]].mean()
@@ -60,15 +92,16 @@ def beats_matched(th: pd.DataFrame, scores: pd.DataFrame, p: DispatParams) -> tu
     won = int((per["gain"] > 0).sum())
     mean_gain = float(per["gain"].mean())
     base = comparative_claim(
-        "beats_matched", f"DiSPaT AUROC − AnoLLM compute-matched (θ0 + T·K SFT steps): mean gain ≥ +{MIN_GAIN}, "
-        f"higher on ≥ {MIN_DATASETS_WON} of {len(per)} datasets, pooled CI above 0",
+        "beats_matched", f"DiSPaT AUROC − AnoLLM compute-matched (θ0 + T·K SFT steps) ≥ +{MIN_GAIN} (paired CI "
+        "over cells above 0, mean ≥ the margin)",
         "'consistently outperforms' prior LLM-based detectors (no numbers)", auc["dispat"].to_numpy(),
-        auc["anollm_matched"].to_numpy(), seeds=p.seeds, names=("dispat", "anollm_matched"))
-    holds = bool(base.holds and mean_gain >= MIN_GAIN and won >= MIN_DATASETS_WON)
+        auc["anollm_matched"].to_numpy(), rule="effect", margin=MIN_GAIN, seeds=p.seeds,
+        names=("dispat", "anollm_matched"))
     per_text = ", ".join(f"{d}: {r.gain:+.4f} (rows {_fmt(boots[d])})" for d, r in per.iterrows())
-    measured = (f"mean gain {mean_gain:+.4f}; higher on {won}/{len(per)}; {per_text}; pooled over cells: "
-                f"{base.measured_value}; paired bootstrap over test rows {_fmt(pooled)}")
-    claim = Claim(base.claim_id, base.claim, base.paper_value, measured, holds, base.detail, seeds=base.seeds)
+    measured = (f"mean gain {mean_gain:+.4f}; higher on {won}/{len(per)} (report-only); {per_text}; pooled over "
+                f"cells: {base.measured_value}; paired bootstrap over test rows {_fmt(pooled)}")
+    claim = Claim(base.claim_id, base.claim, base.paper_value, measured, base.judgement, base.detail,
+                  seeds=base.seeds)
     table = per.reset_index().assign(row_ci_low=[boots[d][1] for d in per.index],
                                      row_ci_high=[boots[d][2] for d in per.index])
     return claim, table
@@ -90,59 +123,125 @@ def beats_non_llm(th: pd.DataFrame, p: DispatParams) -> tuple[Claim, pd.DataFram
         treat += list(cell["dispat"])
         ctrl += list(cell[best])
     table = pd.DataFrame(rows)
-    dep_ok, dep_text = False, "no synthetic dependency anomalies in this run"
-    if SYNTHETIC in means.index and DEPENDENCY in th.columns:
-        dep = _pivot(th[th["dataset"] == SYNTHETIC], DEPENDENCY).mean()
-        best_dep = max(present, key=lambda m: dep[m])
-        dep_ok = bool(dep["dispat"] >= dep[best_dep])
-        dep_text = f"dependency anomalies: dispat {dep['dispat']:.3f} vs best {best_dep} {dep[best_dep]:.3f}"
     base = comparative_claim("beats_non_llm", "", "", treat, ctrl, seeds=p.seeds, names=("dispat", "best baseline"))
+    parts = [("pooled AUROC − best baseline > 0", base.judgement)]
+    dep_text = "no synthetic dependency anomalies in this run"
+    if SYNTHETIC in means.index and DEPENDENCY in th.columns:
+        dep_cells = _pivot(th[th["dataset"] == SYNTHETIC], DEPENDENCY)
+        dep = dep_cells.mean()
+        best_dep = max(present, key=lambda m: dep[m])
+        ci = paired_ci(dep_cells["dispat"].to_numpy(), dep_cells[best_dep].to_numpy())
+        parts.append(("dependency AUROC − best baseline > 0", verdict_of(ci, rule="effect", margin=0.0)))
+        dep_text = (f"dependency anomalies: dispat {dep['dispat']:.3f} vs best {best_dep} {dep[best_dep]:.3f}; "
+                    f"{ci.text()}")
+    else:
+        parts.append(("dependency anomalies", verdict(float("nan"), float("nan"), float("nan"), premises=Premise(
+            "synthetic dependency anomalies scored", "absent in this run", False))))
     won = int(table["won"].sum())
-    holds = bool(won >= MIN_DATASETS_WON and dep_ok and base.holds)
     per = ", ".join(f"{r.dataset}: {r.dispat:.3f} vs {r.best_baseline} {r.best_auroc:.3f}" for r in table.itertuples())
-    claim = Claim("beats_non_llm", f"DiSPaT AUROC ≥ the best classical or deep baseline on ≥ {MIN_DATASETS_WON} of "
-                  f"{len(table)} datasets and on synthetic dependency anomalies (pooled CI over cells above 0)",
-                  "'consistently outperforms' deep and classical detectors (no numbers)",
-                  f"won {won}/{len(table)}; {per}; {dep_text}; pooled: {base.measured_value}", holds,
-                  base.detail, seeds=seeds_label(p.seeds))
+    claim = judged("beats_non_llm", "DiSPaT AUROC above the best classical or deep baseline (pooled paired CI over "
+                   "cells above 0) and on synthetic dependency anomalies (paired CI over seeds above 0)",
+                   "'consistently outperforms' deep and classical detectors (no numbers)",
+                   f"won {won}/{len(table)} (report-only); {per}; {dep_text}; pooled: {base.measured_value}",
+                   all_parts(parts), seeds=seeds_label(p.seeds))
     return claim, table
 
 
 def alignment_claim(al: pd.DataFrame, p: DispatParams) -> tuple[Claim, pd.DataFrame]:
-    per = al.groupby("dataset")[["c2st_theta0", "c2st_thetaT", "val_nll_theta0", "val_nll_thetaT"]].mean()
-    every = bool((per["c2st_thetaT"] < per["c2st_theta0"]).all())
-    rise = (al["val_nll_thetaT"] / al["val_nll_theta0"] - 1)
-    no_collapse = bool((rise <= MAX_NLL_RISE + 1e-12).all())
-    base = comparative_claim("alignment", "", "", al["c2st_thetaT"].to_numpy(), al["c2st_theta0"].to_numpy(),
-                             expect="less", seeds=p.seeds, names=("θ_T", "θ0"))
-    holds = bool(every and no_collapse and base.holds)
-    per_text = ", ".join(f"{d}: {r.c2st_theta0:.3f} → {r.c2st_thetaT:.3f}" for d, r in per.iterrows())
-    claim = Claim("alignment", "C2ST AUC (fresh gradient-boosted classifier, validation rows vs samples) lower for "
-                  "θ_T's samples than θ0's on every dataset (pooled CI below 0), and validation NLL of θ_T ≤ θ0's "
-                  f"+ {MAX_NLL_RISE:.0%} on every cell",
-                  "self-play 'progressively aligns the model distribution with the true normal-data distribution'",
-                  f"C2ST θ0 → θ_T: {per_text}; pooled: {base.measured_value}; max NLL rise {rise.max():+.2%}",
-                  holds, base.detail, seeds=seeds_label(p.seeds))
+    """C2ST AUC of θ_T's samples below θ0's (rule "effect", expect "less", margin 0; paired CI over
+    the cells where at least one self-play round was kept). Premises: ≥ MIN_KEPT_CELLS such cells,
+    and θ_T's validation NLL ≤ θ0's + 2 % on each of them (no collapse)."""
+    per = al.groupby("dataset")[["c2st_theta0", "c2st_thetaT", "val_nll_theta0", "val_nll_thetaT",
+                                 "rounds_accepted"]].mean()
+    kept = al[al["rounds_accepted"] >= 1]
+    excluded = al[al["rounds_accepted"] < 1]
+    rise = kept["val_nll_thetaT"] / kept["val_nll_theta0"] - 1
+    cells_text = (f"{len(kept)} of {len(al)} cells; excluded (every round rejected, θ_T = θ0): "
+                  + (", ".join(f"{r.dataset}/{r.seed}" for r in excluded.itertuples()) or "none"))
+    premises = [Premise(f"≥ {MIN_KEPT_CELLS} (dataset, seed) cells with at least one self-play round kept",
+                        cells_text, len(kept) >= MIN_KEPT_CELLS),
+                Premise(f"θ_T validation NLL ≤ θ0's + {MAX_NLL_RISE:.0%} on every kept cell (no collapse)",
+                        f"max rise {rise.max():+.2%}" if len(kept) else "no kept cell",
+                        bool(len(kept) and (rise <= MAX_NLL_RISE + 1e-12).all()))]
+    what = ("C2ST AUC (fresh gradient-boosted classifier, validation rows vs samples) lower for θ_T's samples than "
+            "θ0's (paired CI over the cells with a kept self-play round below 0)")
+    paper = "self-play 'progressively aligns the model distribution with the true normal-data distribution'"
+    per_text = ", ".join(f"{d}: {r.c2st_theta0:.3f} → {r.c2st_thetaT:.3f} ({r.rounds_accepted:.1f} rounds kept)"
+                         for d, r in per.iterrows())
+    if len(kept) >= 1:
+        base = comparative_claim("alignment", "", "", kept["c2st_thetaT"].to_numpy(), kept["c2st_theta0"].to_numpy(),
+                                 rule="effect", expect="less", margin=0.0, premises=premises, names=("θ_T", "θ0"))
+        claim = judged("alignment", what, paper, f"C2ST θ0 → θ_T: {per_text}; kept cells: {base.measured_value}",
+                       base.judgement, detail=cells_text, seeds=seeds_label(p.seeds))
+    else:
+        j = verdict(float("nan"), float("nan"), float("nan"), premises=premises)
+        claim = judged("alignment", what, paper, f"C2ST θ0 → θ_T: {per_text}; no cell kept a round", j,
+                       detail=cells_text, seeds=seeds_label(p.seeds))
     return claim, per.reset_index()
 
 
-def calibrated_fpr(th: pd.DataFrame, p: DispatParams) -> Claim:
+def fpr_cells(th: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
+    """Per (dataset, seed): DiSPaT's test-normal FPR, the number of test normals and the
+    Clopper–Pearson 90 % CI of the rate."""
     d = th[th["method"] == "dispat"]
-    per = d.groupby("dataset")["fpr"].mean()
+    test = scores[(scores["method"] == "dispat") & (scores["split"] == "test") & (scores["label"] == 0)]
+    n = test.groupby(["dataset", "seed"]).size()
+    rows = []
+    for r in d.itertuples():
+        m = int(n.get((r.dataset, r.seed), 0))
+        if m == 0:
+            rows.append({"dataset": r.dataset, "seed": r.seed, "fpr": r.fpr, "n": 0, "low": np.nan, "high": np.nan})
+            continue
+        ci = proportion_ci(int(round(r.fpr * m)), m)
+        rows.append({"dataset": r.dataset, "seed": r.seed, "fpr": r.fpr, "n": m, "low": ci.low, "high": ci.high})
+    return pd.DataFrame(rows)
+
+
+def calibrated_fpr(th: pd.DataFrame, scores: pd.DataFrame, p: DispatParams) -> Claim:
+    """Judged per cell: holds when every cell's FPR CI lies inside [0.03, 0.08], refuted when any
+    cell's CI lies wholly outside, otherwise inconclusive."""
     lo, hi = FPR_RANGE
-    holds = bool(((per >= lo) & (per <= hi)).all())
+    cells = fpr_cells(th, scores)
+    parts = []
+    for r in cells.itertuples():
+        name = f"{r.dataset}/{r.seed}"
+        parts.append((f"{name} ≥ {lo}", verdict(r.fpr, r.low, r.high, rule="bound", margin=lo)))
+        parts.append((f"{name} ≤ {hi}", verdict(r.fpr, r.low, r.high, rule="bound", margin=hi, direction="less")))
+    per = cells.groupby("dataset")["fpr"].mean()
     text = ", ".join(f"{k}: {v:.3f}" for k, v in per.items())
-    return Claim("calibrated_fpr", f"DiSPaT test-normal FPR in [{lo}, {hi}] at α = {p.alpha} on every dataset (mean "
-                 "over seeds)", "calibrated threshold = (1 − α) quantile of validation-normal scores",
-                 f"{text}; per-cell range {d['fpr'].min():.3f}–{d['fpr'].max():.3f}", holds, seeds=seeds_label(p.seeds))
+    cell_text = "; ".join(f"{r.dataset}/{r.seed} {r.fpr:.3f} [{r.low:.3f}, {r.high:.3f}] (n {r.n})"
+                          for r in cells.itertuples())
+    j = all_parts(parts) if parts else verdict(float("nan"), float("nan"), float("nan"))
+    return judged("calibrated_fpr", f"DiSPaT test-normal FPR in [{lo}, {hi}] at α = {p.alpha} on every (dataset, "
+                  "seed) cell (Clopper–Pearson 90 % CI per cell)",
+                  "calibrated threshold = (1 − α) quantile of validation-normal scores",
+                  f"mean over seeds {text}; per cell {cell_text}", j, seeds=seeds_label(p.seeds))
 
 
-def f_variants(th: pd.DataFrame, p: DispatParams) -> Claim:
+def kept_cells(rounds: pd.DataFrame, labels: list[str]) -> set[tuple[str, int]]:
+    """(dataset, seed) cells where every run label in `labels` kept at least one self-play round."""
+    keep = rounds[rounds["f"].isin(labels)].groupby(["dataset", "seed", "f"])["accepted"].any().unstack("f")
+    keep = keep.reindex(columns=labels).fillna(False).astype(bool)
+    return {(d, int(s)) for (d, s), ok in keep.all(axis=1).items() if ok}
+
+
+def f_variants(th: pd.DataFrame, p: DispatParams, rounds: pd.DataFrame | None = None) -> Claim:
+    """Report-only: test AUROC per f on the same cells — with `rounds`, only the cells where every
+    variant kept at least one self-play round (else θ_T = θ0 and the variants compare θ0 with itself)."""
     auc = _pivot(th)
     cols = [c for c in auc.columns if c == "dispat" or c in {f"dispat_{f}" for f in F_NAMES}]
     have = auc[cols].dropna()
     if have.empty or len(cols) < 2:
         return observation("f_variants", "AUROC by f (JS default, KL, χ²)", "JS / KL / χ² reported", "no variants run")
+    if rounds is not None:
+        labels = [p.self_play.f if c == "dispat" else c.removeprefix("dispat_") for c in cols]
+        ok = kept_cells(rounds, labels)
+        dropped = [f"{d}/{s}" for d, s in have.index if (d, int(s)) not in ok]
+        have = have[[(d, int(s)) in ok for d, s in have.index]]
+        if have.empty:
+            return observation("f_variants", "test AUROC of self-play with each f on the same cells",
+                               "JS / KL / χ² reported", "no cell where every f kept a self-play round "
+                               f"(excluded: {', '.join(dropped)}; there θ_T = θ0 for some f)")
     means = have.mean()
     parts = [f"{c.replace('dispat_', '') if c != 'dispat' else p.self_play.f}: {v:.4f}" for c, v in means.items()]
     matched = auc.loc[have.index, "anollm_matched"].mean()
@@ -197,12 +296,12 @@ def speed_claims(speed: pd.DataFrame | None) -> list[Claim]:
 
 
 def build_claims(th: pd.DataFrame, scores: pd.DataFrame, al: pd.DataFrame, speed: pd.DataFrame | None,
-                 p: DispatParams) -> tuple[list[Claim], dict[str, pd.DataFrame]]:
+                 p: DispatParams, rounds: pd.DataFrame | None = None) -> tuple[list[Claim], dict[str, pd.DataFrame]]:
     matched, matched_table = beats_matched(th, scores, p)
     non_llm, non_llm_table = beats_non_llm(th, p)
     align, align_table = alignment_claim(al, p)
     best, methods = all_methods(th, p)
-    claims = [matched, non_llm, align, calibrated_fpr(th, p), f_variants(th, p), vs_sft(th, p), best,
+    claims = [matched, non_llm, align, calibrated_fpr(th, scores, p), f_variants(th, p, rounds), vs_sft(th, p), best,
               *speed_claims(speed)]
     return claims, {"matched": matched_table, "non_llm": non_llm_table, "alignment": align_table,
                     "methods": methods}

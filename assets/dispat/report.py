@@ -76,7 +76,7 @@ def _critic_section(th: pd.DataFrame, rounds: pd.DataFrame) -> list[str]:
 def build_report(th: pd.DataFrame, scores: pd.DataFrame, al: pd.DataFrame, rounds: pd.DataFrame,
                  sft: pd.DataFrame, matched: pd.DataFrame, pseudo: pd.DataFrame, speed: pd.DataFrame | None,
                  p: DispatParams, timings: dict[str, pd.DataFrame | None]) -> Report:
-    claims, tables = benchmark.build_claims(th, scores, al, speed, p)
+    claims, tables = benchmark.build_claims(th, scores, al, speed, p, rounds)
     methods = tables["methods"]
     wide = methods.pivot_table(index="method", columns="dataset", values="auroc").reset_index()
     types = [c for c in th.columns if c.startswith("auroc_")]

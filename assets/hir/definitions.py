@@ -193,6 +193,6 @@ PAPER = paper.define(
         paper.gate(rollout_log, "replays_verify", "Every replay re-verifies to reward 1 under its rewritten "
                    "instruction; logged judge lists reproduce.", checks.replays_valid),
     ],
-    claims=["beats_binary", "matches_dense", "select_matters", "cla_not_lower", "less_budget", "replays_valid"],
-    observations=["onpolicy_ratio", "instruction_preference", "all_zero_groups", "warm_start"],
+    claims=["beats_binary", "matches_dense", "select_matters", "cla_not_lower", "less_budget"],
+    observations=["replays_valid", "onpolicy_ratio", "instruction_preference", "all_zero_groups", "warm_start"],
 )

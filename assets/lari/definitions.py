@@ -207,6 +207,6 @@ PAPER = paper.define(
                    checks.predictions_complete, additional={"splits": splits}, uses_params=True),
     ],
     claims=["completeness", "unseen_geometry", "stop_index_needed"],
-    observations=["f_vs_layers", "baselines", "gt_mask_protocol", "layer_order_violations", "parameters",
+    observations=["argmax_stop", "f_vs_layers", "baselines", "gt_mask_protocol", "layer_order_violations", "parameters",
                   "caster_speed", "inference_latency"],
 )

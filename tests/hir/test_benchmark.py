@@ -53,23 +53,26 @@ def test_claims_on_a_clear_win_and_a_clear_loss():
     win = evals_table({"hir": [0.1, 0.3, 0.5], "grpo_binary": [0.1, 0.2, 0.25], "grpo_dense": [0.1, 0.3, 0.5],
                        "hir_random": [0.1, 0.2, 0.3], "hir_onpolicy": [0.1, 0.2, 0.3]})
     claims = {c.claim_id: c for c in B.evaluate_claims(win, steps, rollouts, difficulty, 300, 0)}
-    assert claims["beats_binary"].holds and claims["select_matters"].holds and claims["less_budget"].holds
-    assert claims["matches_dense"].holds and claims["replays_valid"].holds and claims["cla_not_lower"].holds
+    assert all(claims[k].verdict == "holds" for k in ("beats_binary", "select_matters", "less_budget",
+                                                      "matches_dense", "cla_not_lower"))
+    assert claims["replays_valid"].kind == "sanity" and "VIOLATED" not in claims["replays_valid"].measured_value
     loss = evals_table({"hir": [0.1, 0.2, 0.25], "grpo_binary": [0.1, 0.3, 0.5], "grpo_dense": [0.1, 0.3, 0.5],
                         "hir_random": [0.1, 0.3, 0.5], "hir_onpolicy": [0.1, 0.2, 0.3]})
     claims = {c.claim_id: c for c in B.evaluate_claims(loss, steps, rollouts, difficulty, 300, 0)}
-    assert not any(claims[k].holds for k in ("beats_binary", "matches_dense", "select_matters", "less_budget",
-                                              "cla_not_lower"))
+    assert all(claims[k].verdict == "refuted" for k in ("beats_binary", "matches_dense", "select_matters",
+                                                        "less_budget", "cla_not_lower"))
     bad = rollouts.assign(verified=[False])
-    assert not {c.claim_id: c for c in B.evaluate_claims(win, steps, bad, difficulty, 100, 0)}["replays_valid"].holds
+    row = {c.claim_id: c for c in B.evaluate_claims(win, steps, bad, difficulty, 100, 0)}["replays_valid"]
+    assert row.kind == "sanity" and row.measured_value.startswith("VIOLATED")
 
 
-def test_a_method_not_run_gives_a_red_claim_not_a_crash():
+def test_a_method_not_run_gives_an_inconclusive_claim_not_a_crash():
     e = evals_table({"hir": [0.1, 0.3]})
     steps = pd.DataFrame({"method": ["hir"], "all_zero_group_rate": [0.5]})
     rollouts = pd.DataFrame({"method": [], "seed": [], "step": [], "is_replay": [], "verified": [], "sparse": [],
                              "logp_q": [], "logp_q_prime": []}).astype({"is_replay": bool, "verified": bool})
     difficulty = pd.DataFrame({"ila_greedy": [0.1], "cla_greedy": [0.5], "ila_sample": [0.1]})
     claims = {c.claim_id: c for c in B.evaluate_claims(e, steps, rollouts, difficulty, 50, 0)}
-    assert claims["beats_binary"].holds is False and "not run" in claims["beats_binary"].measured_value
-    assert claims["replays_valid"].holds is False
+    assert claims["beats_binary"].verdict == "inconclusive" and "not run" in claims["beats_binary"].measured_value
+    assert claims["less_budget"].verdict == "inconclusive" and "FAILED" in claims["less_budget"].premise
+    assert claims["replays_valid"].kind == "sanity"
