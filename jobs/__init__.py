@@ -1,1 +1,1 @@
-"""Dagster wiring across papers: registry, jobs, schedules, warehouse and scorecard."""
+"""Dagster wiring across papers: registry, jobs, weekly automation, warehouse and scorecard."""

@@ -1,7 +1,7 @@
 """All of paperlab as one Dagster code location (workspace.yaml loads this module).
 
 The registry is jobs/papers.py (plain data); each registered module exports PAPER, built
-with assets/common/paper.py. This module is wiring only: groups, jobs, schedules, resources.
+with assets/common/paper.py. This module is wiring only: groups, jobs, automation (weekly ticks), resources.
 """
 from __future__ import annotations
 
@@ -18,8 +18,30 @@ from resources.warehouse import WarehouseResource
 
 __all__ = ["PAPERS", "defs", "build_definitions", "dask_definitions", "resources"]
 
-# Weekly, staggered by paper; created STOPPED: turn on in the UI (Automation tab).
+# Weekly; created STOPPED: turn on in the UI (Automation tab).
 SCHEDULE_CRON = "0 3 * * 0"
+
+
+def stale_on_cron(cron: str = SCHEDULE_CRON) -> dg.AutomationCondition:
+    """Once per cron tick, request an asset only when it is stale: never materialized, its
+    code_version (the hash of its DVC stage's files and params section) changed, or an upstream
+    asset was updated, each since the asset was last requested. A tick that finds nothing stale is
+    spent: a change after it waits for the next tick. Nothing runs while the asset or an upstream
+    asset is in progress, or when an upstream blocking check failed. So a weekly tick on an
+    unchanged paper launches nothing, and a tick after a params change recomputes that paper."""
+    tick = dg.AutomationCondition.cron_tick_passed(cron)   # true on the first evaluation after a tick
+    stale = (dg.AutomationCondition.missing()
+             | dg.AutomationCondition.code_version_changed().since_last_handled()
+             | dg.AutomationCondition.any_deps_updated().since_last_handled())
+    blocked = (dg.AutomationCondition.in_progress() | dg.AutomationCondition.any_deps_in_progress()
+               | ~dg.AutomationCondition.all_deps_blocking_checks_passed())
+    return (tick & stale & ~blocked).with_label(f"stale at the tick of {cron}")
+
+
+def with_automation(assets: list, condition: dg.AutomationCondition) -> list:
+    """The same asset definitions, each spec carrying `condition`."""
+    return list(dg.map_asset_specs(lambda spec: spec.replace_attributes(automation_condition=condition),
+                                   assets))
 
 # Multiprocess by default (max_concurrent defaults to the CPU count: 2 here), switchable to
 # in-process from run config: execution: {config: {in_process: {}}}.
@@ -35,10 +57,14 @@ def paper_job(slug: str, executor_def: dg.ExecutorDefinition | None = None) -> d
                                tags={"paperlab/paper": slug})
 
 
-def paper_schedule(slug: str, job: dg.UnresolvedAssetJobDefinition) -> dg.ScheduleDefinition:
-    return dg.ScheduleDefinition(name=f"{slug}_weekly", job=job, cron_schedule=SCHEDULE_CRON,
-                                 default_status=dg.DefaultScheduleStatus.STOPPED,
-                                 description=f"Weekly re-materialization of {slug} (cpu profile).")
+def paper_automation(slug: str) -> dg.AutomationConditionSensorDefinition:
+    """The weekly tick of one paper: evaluates `stale_on_cron` on the paper's group, so only
+    its stale assets (and what depends on them) run. Created STOPPED."""
+    return dg.AutomationConditionSensorDefinition(
+        f"{slug}_weekly", target=dg.AssetSelection.groups(slug),
+        default_status=dg.DefaultSensorStatus.STOPPED,
+        description=f"Weekly: re-materializes {slug}'s assets that are missing, whose code or params "
+                    "changed, or whose upstream changed (cpu profile).")
 
 
 def reproduce_all_job(executor_def: dg.ExecutorDefinition | None = None,
@@ -59,18 +85,17 @@ def resources() -> dict:
 
 
 def build_definitions(executor: dg.ExecutorDefinition = EXECUTOR) -> dg.Definitions:
-    """Every paper, the platform assets, jobs and schedules, run with `executor` by default
+    """Every paper, the platform assets, jobs and weekly sensors, run with `executor` by default
     (multiprocess; `dask_definitions()` builds the same graph on the dagster-dask executor)."""
     from dagster_dask import dask_executor
 
-    assets, checks, jobs, schedules, report_keys = [], [], [], [], []
+    assets, checks, jobs, sensors, report_keys = [], [], [], [], []
     for slug, paper in load_papers().items():
-        assets += paper.assets
+        assets += with_automation(paper.assets, stale_on_cron())
         checks += paper.asset_checks
         report_keys.append(paper.report_key)
-        job = paper_job(slug)
-        jobs.append(job)
-        schedules.append(paper_schedule(slug, job))
+        jobs.append(paper_job(slug))
+        sensors.append(paper_automation(slug))
     platform_assets, platform_checks = build_platform_assets(report_keys)
     assets += platform_assets
     checks += platform_checks
@@ -78,7 +103,7 @@ def build_definitions(executor: dg.ExecutorDefinition = EXECUTOR) -> dg.Definiti
              reproduce_all_job(dask_executor, name="reproduce_all_dask"),
              dg.define_asset_job("warehouse", selection=dg.AssetSelection.groups(PLATFORM_GROUP),
                                  description="Reload the warehouse and rebuild the scorecard.")]
-    return dg.Definitions(assets=assets, asset_checks=checks, jobs=jobs, schedules=schedules,
+    return dg.Definitions(assets=assets, asset_checks=checks, jobs=jobs, sensors=sensors,
                           resources=resources(), executor=executor)
 
 

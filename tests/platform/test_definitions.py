@@ -1,4 +1,4 @@
-"""Definitions: load, registry, blocking gates, unique keys, string selections, schedules."""
+"""Definitions: load, registry, blocking gates, unique keys, string selections."""
 from __future__ import annotations
 
 import dagster as dg
@@ -60,16 +60,6 @@ def test_reproduce_all_ends_with_warehouse_and_scorecard():
     assert {"platform/warehouse", "platform/scorecard"} <= keys
     for slug in PAPERS:
         assert load_paper(slug).report_key.to_user_string() in keys
-
-
-def test_schedules_evaluate_and_start_stopped():
-    schedules = list(defs.schedules)
-    assert {s.name for s in schedules} == {f"{slug}_weekly" for slug in PAPERS}
-    for schedule in schedules:
-        assert schedule.default_status == dg.DefaultScheduleStatus.STOPPED
-        context = dg.build_schedule_context(scheduled_execution_time=None)
-        requests = list(schedule.evaluate_tick(context).run_requests or [])
-        assert len(requests) == 1
 
 
 def test_gpu_tags_route_to_gpu_pool():
