@@ -156,7 +156,8 @@ def _tables(seed: int = 0) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
 def real_suite(seed: int = 0, splits: int = 5, max_context: int = 48, max_query: int = 256) -> list[dict]:
     """One task per (table, split): x (1, R, D) float32 context rows first, y (1, R), n_context,
-    n_classes, name, split, rows (the table's packaged row count)."""
+    n_classes, name, split, rows (the table's packaged row count), index (the rows' indices in the
+    table: context first)."""
     tasks = []
     for name, (x, y) in _tables(seed).items():
         classes = np.unique(y)
@@ -171,5 +172,5 @@ def real_suite(seed: int = 0, splits: int = 5, max_context: int = 48, max_query:
             idx = np.r_[ctx, qry]
             tasks.append({"x": torch.from_numpy(x[idx][None].astype(np.float32)), "y": torch.from_numpy(y[idx][None]),
                           "n_context": len(ctx), "n_classes": len(classes), "name": name, "split": s,
-                          "rows": len(y)})
+                          "rows": len(y), "index": idx})
     return tasks

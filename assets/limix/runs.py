@@ -67,7 +67,7 @@ def _pack(batches: list[dict], extra: tuple[str, ...] = ()) -> tuple[dict, list[
             if key in b:
                 arrays[f"{i}.{key}"] = np.asarray(b[key])
         meta.append({"n_context": int(b["n_context"]), "n_classes": int(b["n_classes"]),
-                     **{k: b[k] for k in extra}})
+                     **{k: (np.asarray(b[k]).tolist() if k == "index" else b[k]) for k in extra}})
     return arrays, meta
 
 
@@ -84,7 +84,7 @@ def task_bank(p: LimiXParams, seed: int, stream: str, n_tasks: int) -> tuple[dic
 def real_bank(p: LimiXParams, seed: int) -> tuple[dict, list[dict]]:
     tasks = D.real_suite(seed, p.eval.real_splits, p.eval.real_context, p.eval.real_query)
     return _pack([{k: (v.numpy() if hasattr(v, "numpy") else v) for k, v in t.items()} for t in tasks],
-                 extra=("name", "split", "rows"))
+                 extra=("name", "split", "rows", "index"))
 
 
 def unpack(arrays: dict, meta: list[dict]) -> list[dict]:
