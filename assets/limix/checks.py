@@ -67,7 +67,7 @@ def real_suite_problems(tasks: list[dict]) -> list[str]:
     """Row counts as packaged, no column with |r| > 0.99 to the label, context and query
     disjoint (row indices) and holding every class, no NaN."""
     problems = []
-    for i, t in enumerate(tasks):
+    for t in tasks:
         name, n = t["name"], t["n_context"]
         if PACKAGED_ROWS.get(name) != t["rows"]:
             problems.append(f"{name}: {t['rows']} rows, the package holds {PACKAGED_ROWS.get(name)}")
