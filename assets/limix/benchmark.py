@@ -163,9 +163,9 @@ def best_embedding() -> C.Claim:
 
 
 def learning_speed(checkpoints: pd.DataFrame, gate) -> C.Claim:
-    g = checkpoints.groupby("variant").agg(auc=("val_auc", "mean"), drop=("loss_drop", "mean"),
+    g = checkpoints.groupby("variant").agg(auc=("val_auc", "mean"), fall=("loss_drop", "mean"),
                                            learned=("learned", "sum"), seeds=("seed", "count"))
-    text = "; ".join(f"{v}: AUC {r.auc:.3f}, loss drop {r.drop:+.1%}, learned {int(r.learned)}/{int(r.seeds)}"
+    text = "; ".join(f"{v}: AUC {r.auc:.3f}, loss drop {r.fall:+.1%}, learned {int(r.learned)}/{int(r.seeds)}"
                      for v, r in g.iterrows())
     return C.observation("learning_speed", f"Per-variant held-out AUC and loss drop at equal steps (the gate: AUC ≥ "
                          f"{gate[0]:g}, loss −{gate[1]:.0%})", "not reported (paper trains to convergence)", text)
