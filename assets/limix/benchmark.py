@@ -26,7 +26,7 @@ def learned_premise(checkpoints: pd.DataFrame, variants: tuple[str, ...], min_au
     measured = ("all learned" if bad.empty and len(rows) else
                 "; ".join(f"{r.variant} AUC {r.val_auc:.3f}, loss drop {r.loss_drop:+.0%} on seed {r.seed}"
                           for r in bad.itertuples()) or "no checkpoints")
-    return C.Premise(f"{' and '.join(variants)} learned (AUC ≥ {min_auc:g}, loss −{min_drop:.0%}) on every seed",
+    return C.Premise(f"{' and '.join(variants)} learned (AUC ≥ {min_auc:g}, loss drop ≥ {min_drop:.0%}) on every seed",
                      measured, met=bad.empty and len(rows) > 0)
 
 
@@ -168,7 +168,7 @@ def learning_speed(checkpoints: pd.DataFrame, gate) -> C.Claim:
     text = "; ".join(f"{v}: AUC {r.auc:.3f}, loss drop {r.fall:+.1%}, learned {int(r.learned)}/{int(r.seeds)}"
                      for v, r in g.iterrows())
     return C.observation("learning_speed", f"Per-variant held-out AUC and loss drop at equal steps (the gate: AUC ≥ "
-                         f"{gate[0]:g}, loss −{gate[1]:.0%})", "not reported (paper trains to convergence)", text)
+                         f"{gate[0]:g}, loss drop ≥ {gate[1]:.0%})", "not reported (paper trains to convergence)", text)
 
 
 def baselines_observation(scores: pd.DataFrame, base: pd.DataFrame) -> C.Claim:
