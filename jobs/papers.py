@@ -29,6 +29,7 @@ PAPERS: dict[str, str] = {
     "acc_marl": "assets.acc_marl.definitions",
     "lari": "assets.lari.definitions",
     "flowtracer": "assets.flowtracer.definitions",
+    "limix": "assets.limix.definitions",
 }
 
 # one line per paper: what its reproduction tests (the README's scorecard)
@@ -51,6 +52,7 @@ TESTS: dict[str, str] = {
     "acc_marl": "ACC-MARL: automata-conditioned cooperative multi-agent RL",
     "lari": "LaRI: layered ray intersections from a single view",
     "flowtracer": "FlowTracer: attention information flow to target RL in LLMs",
+    "limix": "LimiX-2M: RaBEL tokens and S→N→F blocks for tabular in-context learning",
 }
 
 # external inputs a paper reads when present (relative to the repository root, never
