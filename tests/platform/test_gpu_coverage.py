@@ -296,3 +296,31 @@ def test_the_classifier_itself():
     assert function_source("tests/platform/test_gpu_coverage.py::no_such_test") is None
     assert mentions("rl.estimator", "reinforce_pp", ["grpo", "grpo"]) == ["estimator", "reinforce_pp"]
     assert mentions("variants", ["a", "b", {"name": "c"}], [["a"], KeyError("x")]) == ["variants", "b", "c"]
+
+
+# ------------------------------------------------------------------------------ python -m jobs.device_check
+def test_device_check_job_runs_the_scripts_on_cpu_and_writes_one_table(tmp_path):
+    """The two fastest scripts through the job at --device cpu --tiny (each script is also run by its
+    paper's own tests, hir and acc_marl included): cpu-vs-cpu parity is exact, one JSON + one markdown."""
+    from jobs import device_check as J
+
+    assert {"acc_marl", "dispat", "flowtracer", "hir"} <= set(J.papers_with_a_check())
+    code = J.main(["--papers", "dispat", "flowtracer", "--device", "cpu", "--tiny", "--out-dir", str(tmp_path)])
+    table = json.loads((tmp_path / "device_check.json").read_text())
+    assert code == 0 and table["exit_code"] == 0
+    assert [r["paper"] for r in table["papers"]] == ["dispat", "flowtracer"]
+    assert all(r["status"] == "ok" and r["report"] for r in table["papers"])
+    flow = J.flatten(table["papers"][1]["report"])
+    assert flow["logit_max_rel_diff"] == 0.0 and flow["sft_loss_rel_diff"] == 0.0
+    text = (tmp_path / "device_check.md").read_text()
+    assert "| dispat | ok |" in text and "| flowtracer | ok |" in text and "sft_steps_per_s=" in text
+
+
+def test_device_check_job_exits_non_zero_on_a_parity_failure_or_a_crash():
+    from jobs import device_check as J
+
+    assert J.exit_code([{"exit_code": 0}, {"exit_code": 0}]) == 0
+    assert J.exit_code([{"exit_code": 0}, {"exit_code": 1}]) == 1                  # one parity failure
+    assert J.exit_code([{"exit_code": J.NO_DEVICE}] * 2) == J.NO_DEVICE            # cuda asked for, none seen
+    assert J.exit_code([{"exit_code": J.NO_DEVICE}, {"exit_code": 1}]) == 1
+    assert J.flatten({"a": {"b": 1.0, "c": [1]}, "d": "x"}) == {"a.b": 1.0, "d": "x"}
