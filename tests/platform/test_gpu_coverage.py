@@ -140,7 +140,10 @@ TABLE: dict[str, dict[str, object]] = {
                                     "test_gpu_profile_runs_dispat_critic_rounds_at_tiny_size_on_the_cpu",
                                     "test_critic_enabled_through_the_group_scores_and_reports_dispat_critic")),
     },
-    "acc_marl": {"seeds": SIZE, "pool.*": SIZE, "train.*": SIZE, "eval.*": SIZE, "assignment.*": SIZE,
+    "acc_marl": {"variants": Option(("smoke",)),     # smoke trains all three arms; cpu only pbrs
+                 "train.precision": Option(_t("acc_marl", "test_model_ppo",
+                                              "test_bf16_autocast_is_the_fp32_network_to_bfloat16_rounding")),
+                 "seeds": SIZE, "pool.*": SIZE, "train.*": SIZE, "eval.*": SIZE, "assignment.*": SIZE,
                  "workers": SIZE},
     "skill_recompose": {"seeds": SIZE, "icl.*": SIZE, "workers": SIZE},
     "lari": {"image": SIZE, "lmax": SIZE, "objects.*": SIZE, "rooms.*": SIZE, "model.*": SIZE, "train.*": SIZE,
