@@ -75,7 +75,8 @@ def fit(csv: Path, model_dir: Path, text_columns: tuple[str, ...], profile: str,
                                   gamma=sp.gamma, rounds=sp.rounds, steps=sp.steps, batch=p.train.batch_size,
                                   n_gen=n_gen, o=Optim(p.train.continue_lr, p.train.warmup, p.train.grad_clip,
                                                        p.train.weight_decay),
-                                  max_val_rise=sp.max_val_rise, negatives=neg, rng=rng, val_seed=seed)
+                                  max_val_rise=sp.max_val_rise, negatives=neg, rng=rng, val_seed=seed,
+                                  renormalise=sp.renormalise)
     val_scores, _ = score_rows(final, val_tr, p.n_permutations, seed)
     model_dir.mkdir(parents=True, exist_ok=True)
     torch.save(final.state_dict(), model_dir / "model.pt")
