@@ -84,7 +84,7 @@ def totals_line(summary: pd.DataFrame) -> str:
             f"{int(summary['sanity'].sum())} sanity rows not counted)")
 
 
-def scorecard_markdown(claims: pd.DataFrame) -> str:
+def scorecard_markdown(claims: pd.DataFrame, note: str = "") -> str:
     if claims.empty:
         return "# paperlab scorecard\n\nNo claims in the warehouse yet.\n"
     summary = scorecard_summary(claims)
@@ -93,7 +93,7 @@ def scorecard_markdown(claims: pd.DataFrame) -> str:
              "and the estimate reaches the paper's margin, is refuted when the CI lies below the margin, and is "
              "inconclusive otherwise or when its premise failed. A refuted or inconclusive claim is a measured result, "
              "explained in the paper's report — never tuned away.", "",
-             markdown_table(summary), ""]
+             markdown_table(summary), ""] + ([note, ""] if note else [])
     table = claims.rename(columns={"claim_id": "id", "paper_value": "paper says", "measured_value": "we measured"})
     table = table.assign(verdict=[f"{SYMBOL[v]} {v}" if k == "claim" else v
                                   for v, k in zip(table["verdict"], table["kind"])])

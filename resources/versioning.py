@@ -90,9 +90,22 @@ def _imports_of(path: Path, _mtime_ns: int) -> frozenset[str]:
     return frozenset(found)
 
 
+# A paper's bring-your-own-data command line (assets/<slug>/cli.py) is not part of its pipeline: no
+# asset imports it, so editing it must not recompute the paper. .dvcignore leaves it out of the
+# stage's folder hash too (`/assets/*/cli.py`).
+NOT_IN_STAGE = ("cli.py",)
+
+
+def stage_files(slug: str) -> list[Path]:
+    """The files of assets/<slug> that its DVC stage hashes (sorted): .dvcignore's rules."""
+    folder = REPO_ROOT / "assets" / slug
+    return [p for p in sorted(folder.rglob("*")) if p.is_file() and "__pycache__" not in p.parts
+            and p.suffix != ".pyc" and p.relative_to(folder).as_posix() not in NOT_IN_STAGE]
+
+
 def shared_dependencies(slug: str) -> list[str]:
-    """Files under assets/common and resources/ that the paper's code reaches (sorted)."""
-    todo = sorted((REPO_ROOT / "assets" / slug).rglob("*.py"))
+    """Files under assets/common and resources/ that the paper's pipeline code reaches (sorted)."""
+    todo = [p for p in stage_files(slug) if p.suffix == ".py"]
     seen: set[Path] = set()
     shared: set[Path] = set()
     while todo:
@@ -116,14 +129,11 @@ def shared_dependencies(slug: str) -> list[str]:
 
 
 def stage_code_version(slug: str, params_file: Path | None = None) -> str:
-    """One hash of what the paper's DVC stage depends on (jobs.dvc_stages): every file of
-    assets/<slug> and of the shared code it imports, and its params.yaml section with base_seed
+    """One hash of what the paper's DVC stage depends on (jobs.dvc_stages): the stage files of
+    assets/<slug> (all but its cli.py) and of the shared code they import, and its params.yaml section with base_seed
     and dvc_profile. Dagster assets carry it as code_version, so the UI marks a paper's assets
     unsynced exactly when DVC would rerun its stage (external inputs excepted)."""
-    folder = REPO_ROOT / "assets" / slug
-    files = [p for p in sorted(folder.rglob("*")) if p.is_file() and "__pycache__" not in p.parts
-             and p.suffix != ".pyc"]
-    listing = {p.relative_to(REPO_ROOT).as_posix(): file_md5(p) for p in files}
+    listing = {p.relative_to(REPO_ROOT).as_posix(): file_md5(p) for p in stage_files(slug)}
     listing.update({rel: file_md5(REPO_ROOT / rel) for rel in shared_dependencies(slug)})
     params = load_all_params(params_file) if params_file else load_all_params()
     section = {"base_seed": params.get("base_seed"), "dvc_profile": params.get("dvc_profile"),

@@ -27,6 +27,7 @@ from assets.common.claims import (
     Verdict,
     judged,
     mean_ci,
+    not_evaluated,
     observation,
     paired_ci,
     proportion_ci,
@@ -119,7 +120,12 @@ def trained_premise(cells: pd.DataFrame, layouts) -> list[Premise]:
 def gap_claim(cid: str, text: str, paper: str, cells: pd.DataFrame, layouts, treat: str, control: str,
               gap: float, seeds, premises: Sequence[Premise]) -> Claim:
     """Δ = treat − control ≥ gap on every layout (RAD, in-distribution, random assignment): the
-    one rule's "effect" on the paired CI over seeds, per layout, and their conjunction."""
+    one rule's "effect" on the paired CI over seeds, per layout, and their conjunction. An arm
+    this profile does not train (the cpu profile trains ACC-MARL only) is not evaluated."""
+    missing = [v for v in (treat, control) if v not in set(cells["variant"])]
+    if missing:
+        return not_evaluated(cid, text, paper, f"{', '.join(missing)} not trained in this profile (the gpu "
+                             "profile trains every variant)", premise="both arms trained", seeds=seeds_label(seeds))
     parts, verdicts = [], []
     for name in layouts:
         a, b = _cell(cells, name, treat, *MAIN), _cell(cells, name, control, *MAIN)

@@ -6,7 +6,10 @@ my.txt: a layout in the text format of assets/acc_marl/layouts.py (rows split by
 tasks.json: one DFA per agent, a list of {"states": k, "accepting": [state, ...], "transitions":
 {"state": {"token": next}}} (start state 0; a missing transition is a self-loop) or the string
 "trivial". Prints JSON: the value-based assignment (which agent gets which DFA), success and mean
-length over the episodes under random (given order) and value assignment.
+length over the episodes under random (given order) and value assignment. Bad input (--episodes
+or --max-len < 1; a missing, empty, non-UTF-8 or malformed layout, tasks or checkpoint file; NaN,
+duplicated keys; tasks that cannot be played on the layout) exits with status 2 and one stderr
+line naming the file.
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ import numpy as np
 
 from assets.acc_marl import dfa as dfa_mod
 from assets.acc_marl import layouts as lay_mod
+from assets.common.inputs import InputError, check_range, read_bytes, read_json, read_text, run_cli
 
 
 class TaskError(ValueError):
@@ -55,11 +59,19 @@ def parse_dfa(spec, layout: lay_mod.Layout, index: int) -> tuple[np.ndarray, np.
 
 
 def load_tasks(path: Path, layout: lay_mod.Layout) -> list[tuple[np.ndarray, np.ndarray]]:
-    specs = json.loads(Path(path).read_text())
+    specs = read_json(path)
     if not isinstance(specs, list) or len(specs) != layout.n_agents:
         got = len(specs) if isinstance(specs, list) else "not a list"
         raise TaskError(f"{layout.n_agents} agents need {layout.n_agents} DFAs, the tasks file has {got}")
-    return [parse_dfa(s, layout, i) for i, s in enumerate(specs)]
+    out = []
+    for i, spec in enumerate(specs):
+        try:
+            out.append(parse_dfa(spec, layout, i))
+        except TaskError:
+            raise
+        except (TypeError, ValueError, AttributeError, KeyError, IndexError) as err:
+            raise TaskError(f"DFA {i}: malformed ({err!r}); expected states, accepting, transitions") from err
+    return out
 
 
 def run(layout_path: Path, tasks_path: Path, checkpoint: Path, episodes: int = 100, max_len: int = 100,
@@ -71,9 +83,19 @@ def run(layout_path: Path, tasks_path: Path, checkpoint: Path, episodes: int = 1
     from assets.acc_marl.env import PoolArrays, TeamEnv
     from resources.artifacts import load_state_dict
 
-    layout = lay_mod.parse(Path(layout_path).read_text(), Path(layout_path).stem)
-    tasks = load_tasks(tasks_path, layout)
-    state, sidecar = load_state_dict(Path(checkpoint))
+    try:
+        layout = lay_mod.parse(read_text(layout_path), str(layout_path))
+    except lay_mod.LayoutError as err:
+        raise InputError(str(err)) from None
+    try:
+        tasks = load_tasks(tasks_path, layout)
+    except TaskError as err:
+        raise InputError(f"{tasks_path}: {err}") from None
+    read_bytes(checkpoint)
+    try:
+        state, sidecar = load_state_dict(Path(checkpoint))
+    except Exception as err:
+        raise InputError(f"{checkpoint}: not a readable checkpoint ({type(err).__name__})") from None
     cfg = ppo.PPOConfig(**{k: v for k, v in (sidecar.get("config") or {}).items()
                            if k in ppo.PPOConfig.__dataclass_fields__})
     variant = sidecar.get("variant", "pbrs")
@@ -98,6 +120,7 @@ def run(layout_path: Path, tasks_path: Path, checkpoint: Path, episodes: int = 1
     return out
 
 
+@run_cli
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m assets.acc_marl.cli", description=__doc__.split("\n\n")[0])
     ap.add_argument("--layout", required=True, type=Path)
@@ -107,11 +130,12 @@ def main(argv=None) -> int:
     ap.add_argument("--max-len", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
+    check_range("--episodes", args.episodes, 1)
+    check_range("--max-len", args.max_len, 1)
     try:
         result = run(args.layout, args.dfas, args.checkpoint, args.episodes, args.max_len, args.seed)
-    except (lay_mod.LayoutError, TaskError, ValueError, FileNotFoundError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    except ValueError as err:      # e.g. a checkpoint of another layout size
+        raise InputError(f"{args.checkpoint}: {err}") from None
     print(json.dumps(result, indent=2))
     return 0
 

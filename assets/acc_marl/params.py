@@ -34,6 +34,7 @@ class TrainParams:
     vf_coef: float
     ent_coef: float
     max_grad_norm: float
+    precision: str = "fp32"         # "bf16": network under bfloat16 autocast (ppo.PPOConfig.precision)
 
 
 @dataclass(frozen=True)

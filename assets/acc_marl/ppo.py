@@ -23,6 +23,14 @@ from assets.acc_marl.env import PoolArrays, TeamEnv, own_first
 from assets.acc_marl.layouts import Layout
 
 VARIANTS = ("pbrs", "no_pbrs", "gru")
+PRECISIONS = ("fp32", "bf16")
+
+
+def autocast(torch, device: str, precision: str):
+    """The mixed-precision context of `precision` on `device` (a no-op for fp32): matmuls and
+    convolutions in bfloat16, parameters and reductions (softmax, log-softmax) in fp32."""
+    kind = "cuda" if str(device).startswith("cuda") else "cpu"
+    return torch.autocast(kind, dtype=torch.bfloat16, enabled=precision == "bf16")
 
 
 @dataclass(frozen=True)
@@ -43,6 +51,12 @@ class PPOConfig:
     max_grad_norm: float = 0.5
     max_len: int = 100
     iterations_gnn: int = 6             # GATv2 message-passing rounds (= the largest DFA size)
+    precision: str = "fp32"             # "bf16": network forward/backward under bfloat16 autocast (fp32 weights,
+                                        # Adam state, losses and log-probs); the environment is unaffected
+
+    def __post_init__(self):
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"unknown precision {self.precision!r}; known: {PRECISIONS}")
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -93,7 +107,7 @@ class EmbeddingMemo:
         need = np.unique(flat[~self.have[flat]])
         if len(need):
             with self.enc.torch.no_grad():
-                self.table[self.enc.tensor(need)] = self.enc.embed(self.net, need[:, None])
+                self.table[self.enc.tensor(need)] = self.enc.embed(self.net, need[:, None]).to(self.table.dtype)
             self.have[need] = True
         return self.table[self.enc.tensor(flat)].reshape(*np.shape(ids)[:-1], -1)
 
@@ -147,7 +161,7 @@ def train(layout: Layout, arrays: PoolArrays, graphs: dict, roots: np.ndarray, c
         h_start = h.clone() if recurrent else None
         ended = {"success": [], "length": [], "team": []}
         memo = EmbeddingMemo(enc, net)                      # the network is fixed until the update
-        with torch.no_grad():
+        with torch.no_grad(), autocast(torch, device, cfg.precision):
             for t in range(T):
                 obs = env.observe()
                 ids = own_first(env.init_ids) if recurrent else obs["dfa"]
@@ -155,8 +169,10 @@ def train(layout: Layout, arrays: PoolArrays, graphs: dict, roots: np.ndarray, c
                 if recurrent:
                     h = h * enc.tensor(1.0 - new_episode)[:, None]
                     logits, value, h = net(grid, agent, feats, h)
+                    h = h.float()
                 else:
                     logits, value = net(grid, agent, feats)
+                logits, value = logits.float(), value.float()
                 dist = torch.distributions.Categorical(logits=logits)
                 a = dist.sample()
                 a_np = a.cpu().numpy()
@@ -178,6 +194,7 @@ def train(layout: Layout, arrays: PoolArrays, graphs: dict, roots: np.ndarray, c
                 _, last_v, _ = net(grid, agent, feats, h * enc.tensor(1.0 - new_episode)[:, None])
             else:
                 _, last_v = net(grid, agent, feats)
+            last_v = last_v.float()
         adv = np.zeros((T, B), dtype=np.float32)
         running = np.zeros(B, dtype=np.float32)
         nxt_v = last_v.cpu().numpy()
@@ -220,30 +237,10 @@ def _update(torch, net, opt, enc, cfg, rng, grids, dfas, acts, logps, adv, rets,
         else:
             groups = np.array_split(rng.permutation(T * B), cfg.minibatches)
         for g in groups:
-            if recurrent:
-                h = h_start[enc.tensor(g)]
-                b = len(g)
-                feats_all = enc.embed(net, dfas[:, g]).reshape(T * b, -1)                # (T·b, n·32)
-                agent = enc.tensor(np.tile(agent_of[g], T))
-                x = net.gru_in(net.features(t_grid[:, enc.tensor(g)].reshape(T * b, *t_grid.shape[2:]),
-                                            agent, feats_all)).reshape(T, b, -1)
-                hs = []
-                for t in range(T):
-                    h = h * (1.0 - enc.tensor(starts[t, g]))[:, None]
-                    h = net.gru_step(x[t], h)
-                    hs.append(h)
-                hs = torch.stack(hs).reshape(T * b, -1)
-                logits_t, value_t = [net.policy(hs)], [net.value(hs).squeeze(-1)]
-                logits, value = torch.stack(logits_t).reshape(-1, 5), torch.stack(value_t).reshape(-1)
-                sel = (slice(None), enc.tensor(g))
-                a, lp_old = t_act[sel].reshape(-1), t_logp[sel].reshape(-1)
-                ad, ret = t_adv[sel].reshape(-1), t_ret[sel].reshape(-1)
-            else:
-                tt, bb = np.divmod(g, B)
-                idx_t, idx_b = enc.tensor(tt), enc.tensor(bb)
-                feats = enc.embed(net, dfas[tt, bb])
-                logits, value = net(t_grid[idx_t, idx_b], enc.tensor(agent_of[bb]), feats)
-                a, lp_old, ad, ret = t_act[idx_t, idx_b], t_logp[idx_t, idx_b], t_adv[idx_t, idx_b], t_ret[idx_t, idx_b]
+            with autocast(torch, enc.device, cfg.precision):
+                logits, value, a, lp_old, ad, ret = _minibatch(torch, net, enc, g, T, B, t_grid, dfas, t_act, t_logp,
+                                                               t_adv, t_ret, starts, h_start, agent_of, recurrent)
+            logits, value = logits.float(), value.float()
             dist = torch.distributions.Categorical(logits=logits)
             lp = dist.log_prob(a)
             ratio = torch.exp(lp - lp_old)
@@ -262,6 +259,36 @@ def _update(torch, net, opt, enc, cfg, rng, grids, dfas, acts, logps, adv, rets,
             acc["approx_kl"].append(float(((ratio - 1) - torch.log(ratio)).mean().detach()))
         stats = {k: float(np.mean(v)) for k, v in acc.items()}
     return stats
+
+
+def _minibatch(torch, net, enc, g, T, B, t_grid, dfas, t_act, t_logp, t_adv, t_ret, starts, h_start, agent_of,
+               recurrent):
+    """Logits, values and the stored rollout quantities of minibatch `g` (sequences for the GRU,
+    (t, b) samples otherwise)."""
+    if recurrent:
+        h = h_start[enc.tensor(g)]
+        b = len(g)
+        feats_all = enc.embed(net, dfas[:, g]).reshape(T * b, -1)                # (T·b, n·32)
+        agent = enc.tensor(np.tile(agent_of[g], T))
+        x = net.gru_in(net.features(t_grid[:, enc.tensor(g)].reshape(T * b, *t_grid.shape[2:]),
+                                    agent, feats_all)).reshape(T, b, -1)
+        hs = []
+        for t in range(T):
+            h = h * (1.0 - enc.tensor(starts[t, g]))[:, None]
+            h = net.gru_step(x[t], h)
+            hs.append(h)
+        hs = torch.stack(hs).reshape(T * b, -1)
+        logits, value = net.policy(hs), net.value(hs).squeeze(-1)
+        sel = (slice(None), enc.tensor(g))
+        a, lp_old = t_act[sel].reshape(-1), t_logp[sel].reshape(-1)
+        ad, ret = t_adv[sel].reshape(-1), t_ret[sel].reshape(-1)
+    else:
+        tt, bb = np.divmod(g, B)
+        idx_t, idx_b = enc.tensor(tt), enc.tensor(bb)
+        feats = enc.embed(net, dfas[tt, bb])
+        logits, value = net(t_grid[idx_t, idx_b], enc.tensor(agent_of[bb]), feats)
+        a, lp_old, ad, ret = t_act[idx_t, idx_b], t_logp[idx_t, idx_b], t_adv[idx_t, idx_b], t_ret[idx_t, idx_b]
+    return logits, value, a, lp_old, ad, ret
 
 
 # ---------------------------------------------------------------- evaluation

@@ -144,7 +144,8 @@ def ppo_config(p: AccMarlParams) -> ppo.PPOConfig:
     return ppo.PPOConfig(total_steps=t.total_steps, n_envs=t.n_envs, n_steps=t.n_steps, epochs=t.epochs,
                          minibatches=t.minibatches, lr=t.lr, gamma=t.gamma, gae_lambda=t.gae_lambda, clip=t.clip,
                          vf_coef=t.vf_coef, ent_coef=t.ent_coef, max_grad_norm=t.max_grad_norm,
-                         max_len=p.eval.max_len, iterations_gnn=p.pool.ood_max_size)
+                         max_len=p.eval.max_len, iterations_gnn=p.pool.ood_max_size,
+                         precision=t.precision)
 
 
 def training_jobs(p: AccMarlParams, layouts: pd.DataFrame, pool: pd.DataFrame, seed_for,

@@ -19,14 +19,22 @@ Detection (BREW, the *inferred* rule of the spec; every knob is configurable):
   sync="per_block" (the method): window shifting re-synchronises every block. The scored
   tokens are split by received position: E = even positions (estimation), W = odd
   (verification), so the split does not depend on the alignment being estimated.
-  (i)  blind estimation on E: a received text of T' tokens is cut into J = n · (whole
-       codeword cycles nearest T'/(nL)) windows, window j carrying codeword bit j mod n and
-       anchored at a_j = round(j T'/J) (= jL when the length is unchanged); block votes
+  Tokens map to codeword positions as the generator wrote them: block j (L tokens) carries
+  bit j mod n at any length; a text need not span whole cycles.
+  (i)  blind estimation on E: for each candidate original length T0 (the received length T'
+       itself, an unedited text; then whole-cycle lengths c·nL within net edits
+       |T' - T0| <= max_length_change · T0, an edited text of the generator's default length)
+       the text is cut into J = ceil(T0/L) windows, window j carrying codeword bit j mod n and
+       anchored at a_j = round(j L T'/T0) (= jL when T0 = T'; the last window is the partial
+       trailing block when L does not divide T0, used like the others); block votes
        v_b = sum_{E, window = b mod n} (1[g=1] - 1[g=0]), r_b = 1[v_b > 0], ties erased; BCH
        errors-and-erasures decoding, nearest codeword if it fails → c1. Window shifting:
        every boundary moves to u_j = a_j + o_j, |o_j| <= S, to agree best with c1 on E (a
        dynamic programme; ties keep o_j = 0); the votes over the shifted windows give m_hat,
-       c* = Enc(m_hat).
+       c* = Enc(m_hat). The reading whose c* agrees best with E is kept (T0 = T' on a tie).
+       An edited text of another original length is read on the grid jL with the ±S shifts
+       only. Until issue 46 the anchors always assumed whole cycles (J = n · round(T'/nL)),
+       so a clean 520-token text was read as a stretched 496-token one and misread.
   (ii) designated verification on W (restricted to (prev, token) pairs that occur in neither
        E nor earlier in W, so their partition bits are fresh coins under H0), each W token
        carrying c* of its shifted window:
@@ -36,7 +44,14 @@ Detection (BREW, the *inferred* rule of the spec; every knob is configurable):
        stochastically >= Bin(n, 1/2) under H0 (gamma = 1/2).
        The windows and c* are functions of E alone, so the null holds conditionally on them:
        one test, no correction for the shifts searched. Accept iff p <= alpha (soft) or
-       d <= tau with P(Bin(n,1/2) <= tau) <= alpha (hard).
+       d <= tau with P(Bin(n,1/2) <= tau) <= alpha (hard), and (payload_check) the W block
+       votes contradict c* strictly in at most floor((2t - u)/2) bits, u = bits no verified
+       token carries (none when u > 2t: the message is then not identifiable). The null is
+       H0 = unwatermarked, so p alone cannot reject a watermarked text read with a wrong
+       codeword: its W tokens still favour the true bits, which the wrong c* shares on most
+       blocks. The payload check rejects it: another codeword differs from c* in >= 2t + 1
+       bits, and W votes that follow it contradict c* there. It only shrinks the acceptance
+       region, so the FPR bound stands.
   sync="global" (the earlier reading, kept for comparison): one shift s in [-S, S] for the
   whole text, blocks b_s(i) = ((i - s) // L) mod n, E = even offsets within a block
   (vote_mode="split_half") or even codeword copies ("per_copy"); stage (ii) at every shift,
@@ -113,6 +128,8 @@ class BrewConfig:
     verify_mode: str = "soft"       # or "hard"
     sync: str = "per_block"         # window shifting per block, or one "global" shift
     min_tokens: int = 64            # fewer scoreable tokens → "not watermarked" (too short)
+    max_length_change: float = 0.25  # per-block anchors: net edits of at most this fraction of a whole-cycle original
+    payload_check: bool = True      # reject when the W block votes contradict c* beyond the code's radius
 
     def __post_init__(self):
         if self.vote_mode not in ("split_half", "per_copy"):
@@ -128,6 +145,8 @@ class BrewConfig:
             raise ValueError("per-block re-synchronisation splits by position parity: block_length must be even")
         if self.verify_mode == "hard" and self.gamma != 0.5:
             raise ValueError("hard verification's Bin(n, 1/2) null needs gamma = 0.5")
+        if not 0.0 <= self.max_length_change < 1.0:
+            raise ValueError("max_length_change must be in [0, 1)")
         if self.block_length < 2 or self.max_shift < 0:
             raise ValueError("block_length must be >= 2 and max_shift >= 0")
 
@@ -338,6 +357,29 @@ def _block_votes(green_bit: np.ndarray, mask: np.ndarray, blocks: np.ndarray, n:
     return votes, counts
 
 
+def payload_counts(codeword: np.ndarray, w_votes: np.ndarray, w_counts: np.ndarray) -> tuple[int, int]:
+    """(contradictions, unobserved) of the verification half against the designated codeword:
+    bits whose W vote is strictly against c* (ties are neither for nor against), and bits that
+    no verified token carries (a text shorter than one cycle leaves some blocks unwritten)."""
+    against = np.where(codeword == 1, w_votes < 0, w_votes > 0)
+    return int(against.sum()), int((w_counts == 0).sum())
+
+
+def payload_radius(code: BCHCode, unobserved: int) -> int:
+    """Largest number of contradicting W blocks that still identifies c*: floor((2t - u) / 2)
+    with u unobserved bits. Any other codeword differs from c* in >= 2t + 1 bits, >= 2t + 1 - u
+    of them observed, so a W word within this radius of c* (on the observed bits) is nearer c*
+    than any other codeword. -1 when u > 2t: then two codewords can agree on every observed bit
+    and the message is not identifiable from the text."""
+    return (2 * code.t - int(unobserved)) // 2 if unobserved <= 2 * code.t else -1
+
+
+def payload_consistent(contradictions, unobserved, code: BCHCode) -> np.ndarray:
+    """Bool (array): the W votes lie in c*'s bounded-distance region (payload_radius)."""
+    radius = np.vectorize(lambda u: payload_radius(code, int(u)))(np.asarray(unobserved))
+    return np.asarray(contradictions) <= radius
+
+
 # ----------------------------------------------------------------------------- BREW detector
 def brew_shift_statistics(scored: ScoredText, code: BCHCode, config: BrewConfig,
                           shifts: np.ndarray) -> dict[str, np.ndarray]:
@@ -376,7 +418,7 @@ def brew_shift_statistics(scored: ScoredText, code: BCHCode, config: BrewConfig,
     failed = np.nonzero(~decoded["success"])[0]
     if failed.size:
         codewords[failed] = code.nearest_codeword(words[failed], erasures[failed])["codeword"]
-    p_values, disagreements, verified, hits = [], [], [], []
+    p_values, disagreements, verified, hits, contradictions, unobserved = [], [], [], [], [], []
     for j, (blocks, idx) in enumerate(masks):
         designated = codewords[j][blocks[idx]]
         hit = scored.green_bit[idx] == designated
@@ -386,10 +428,14 @@ def brew_shift_statistics(scored: ScoredText, code: BCHCode, config: BrewConfig,
         w_votes = np.bincount(blocks[idx], weights=signed, minlength=n)
         agree = np.where(codewords[j] == 1, w_votes > 0, w_votes < 0)
         disagreements.append(int(n - agree.sum()))
+        against, missing = payload_counts(codewords[j], w_votes, np.bincount(blocks[idx], minlength=n))
+        contradictions.append(against)
+        unobserved.append(missing)
         verified.append(int(idx.size))
         hits.append(int(hit.sum()))
     return {"shift": np.asarray(shifts), "message": bits_to_message(codewords[:, : code.k]),
             "p_value": np.array(p_values), "disagreements": np.array(disagreements),
+            "contradictions": np.array(contradictions), "unobserved": np.array(unobserved),
             "verified": np.array(verified), "hits": np.array(hits), "decoded": decoded["success"]}
 
 
@@ -397,23 +443,33 @@ def brew_decide(statistics: dict[str, np.ndarray], code: BCHCode, config: BrewCo
                 max_shift: int | None = None) -> dict:
     """Decision for shift range S (default config.max_shift) from per-shift statistics that
     cover at least [-S, S]. Returns accepted, message, score (higher = more watermarked:
-    -log10 of the Bonferroni-adjusted p-value, or -disagreements), best shift."""
+    -log10 of the Bonferroni-adjusted p-value, or -disagreements), best shift.
+
+    With config.payload_check a shift counts only when its W votes also lie in the designated
+    codeword's bounded-distance region (payload_consistent); the best such shift decides, its
+    score is that of a p-value of 1 (or n disagreements) when there is none. Dropping shifts
+    only shrinks the acceptance region, so the Bonferroni bound still holds."""
     S = config.max_shift if max_shift is None else max_shift
     tests = shift_tests(S, "global")
     within = np.abs(statistics["shift"]) <= S
     idx = np.nonzero(within)[0]
+    consistent = (payload_consistent(statistics["contradictions"][idx], statistics["unobserved"][idx], code)
+                  if config.payload_check else np.ones(idx.size, dtype=bool))
     if config.verify_mode == "soft":
         adjusted = np.minimum(1.0, statistics["p_value"][idx] * tests)
-        best = idx[int(np.argmin(adjusted))]
-        adjusted_best = float(adjusted.min())
+        ranked = np.where(consistent, adjusted, np.inf)
+        best = idx[int(np.argmin(ranked if consistent.any() else adjusted))]
+        adjusted_best = float(ranked.min()) if consistent.any() else 1.0
         accepted = adjusted_best <= config.alpha
         score = float(-np.log10(max(adjusted_best, 1e-300)))
     else:
         tau = hard_threshold(code.n, config.alpha, tests)
         d = statistics["disagreements"][idx]
-        best = idx[int(np.argmin(d))]
-        accepted = int(d.min()) <= tau
-        score = float(-d.min())
+        ranked = np.where(consistent, d, code.n + 1)
+        best = idx[int(np.argmin(ranked if consistent.any() else d))]
+        d_best = int(ranked.min()) if consistent.any() else code.n
+        accepted = d_best <= tau
+        score = float(-d_best)
     return {"accepted": bool(accepted), "message": int(statistics["message"][best]), "score": score,
             "shift": int(statistics["shift"][best])}
 
@@ -426,17 +482,40 @@ def shift_order(max_shift: int) -> list[int]:
     return out
 
 
-def window_count(length: int, block_length: int, n: int) -> int:
-    """J = n · (whole codeword cycles nearest T'/(nL), at least one): the number of block
-    windows a received text of `length` tokens is cut into."""
-    return n * max(1, int(round(length / (n * block_length))))
+def window_count(original_length: int, block_length: int) -> int:
+    """J = ceil(T0 / L), at least one: the blocks of an original text of T0 tokens. Block j
+    carries codeword bit j mod n (the generator's b(i) = (i // L) mod n); when L does not divide
+    T0 the last block is partial (T0 - (J - 1) L tokens) and is used like any other."""
+    return max(1, -(-int(original_length) // int(block_length)))
 
 
-def anchor_bounds(length: int, windows: int) -> np.ndarray:
-    """Expected window boundaries a_j = round(j T' / J), j = 0..J (int64, a_0 = 0, a_J = T'):
-    edits spread over the text shift block j by j (T' - T) / J tokens in expectation. With no
-    length change (T' = J L) this is the fixed grid jL."""
-    return np.round(np.arange(windows + 1) * length / windows).astype(np.int64)
+def anchor_bounds(length: int, original_length: int, block_length: int) -> np.ndarray:
+    """Expected window boundaries of a received text of T' = `length` tokens read as an original
+    of T0 = `original_length` tokens with its net T' - T0 edits spread evenly: a_j = round(j L T'/T0)
+    (halves up, exact integers) for j = 0..J-1, J = window_count(T0, L), and a_J = T' (int64, J + 1
+    entries). With T0 = T' (no length change) this is the generator's grid jL, the last window
+    [(J-1)L, T') partial when L does not divide T'."""
+    T, T0, L = int(length), int(original_length), int(block_length)
+    if T0 < 1:
+        raise ValueError("original_length must be >= 1")
+    j = np.arange(window_count(T0, L) + 1, dtype=np.int64)
+    return np.minimum((2 * j * L * T + T0) // (2 * T0), T)
+
+
+def length_hypotheses(length: int, n: int, block_length: int, max_change: float) -> np.ndarray:
+    """Candidate original lengths T0 of a received text of T' tokens, in order of preference:
+    T0 = T' (an unedited text, of any length) first, then the whole-cycle lengths c·n·L (c >= 1,
+    the generator's default T = nL and its multiples) within net edits |T' - T0| <= max_change·T0,
+    nearest first. A whole-cycle text edited by insertions/deletions is read on anchors
+    stretched by T'/T0; an edited text of another original length keeps the grid jL and only the
+    ±S window shifting (its drift beyond S is not followed)."""
+    T, cycle = int(length), int(n) * int(block_length)
+    candidates = [T]
+    for c in range(max(1, int(T / (cycle * (1.0 + max_change)))), int(T / (cycle * (1.0 - max_change))) + 2):
+        T0 = c * cycle
+        if T0 != T and abs(T - T0) <= max_change * T0 + 1e-9:
+            candidates.append(T0)
+    return np.array([candidates[0]] + sorted(candidates[1:], key=lambda T0: (abs(T0 - T), T0)), dtype=np.int64)
 
 
 def resync_windows(signed: np.ndarray, signs: np.ndarray, anchors: np.ndarray, max_shift: int) -> np.ndarray:
@@ -497,26 +576,13 @@ def _estimate(code: BCHCode, signed: np.ndarray, estimation: np.ndarray, bounds:
     return code.nearest_codeword(word, erased)["codeword"][0], False
 
 
-def brew_resync_statistics(scored: ScoredText, code: BCHCode, config: BrewConfig,
-                           max_shift: int) -> dict:
-    """Stages (i) and (ii) with per-block re-synchronisation at shift range S = max_shift.
-
-    E = even received positions, W = odd. (i) votes on E over the anchored windows
-    a_j = round(j T'/J) → c1; window shifting: every boundary moves by at most S tokens to
-    agree best with c1 on E (resync_windows); votes on E over the shifted windows → c*.
-    (ii) W tokens (fresh pairs) carry c* of their shifted window. Everything that fixes the
-    windows and c* is a function of E, so under H0 the W statistic keeps its exact null.
-
-    Returns message (int), p_value (soft), disagreements (hard), verified (N), hits, decoded
-    (BCH success), bounds (J + 1,), offsets (J + 1,) = bounds - anchors."""
-    n = code.n
-    length = scored.length
-    positions = np.arange(length)
-    estimation = scored.scoreable & (positions % 2 == 0)
-    verification = scored.scoreable & (positions % 2 == 1)
-    signed = np.where(estimation, 2.0 * scored.green_bit - 1.0, 0.0)
-    J = window_count(length, config.block_length, n)
-    anchors = anchor_bounds(length, J)
+def _read(code: BCHCode, signed: np.ndarray, estimation: np.ndarray, anchors: np.ndarray,
+          max_shift: int) -> tuple[np.ndarray, np.ndarray, bool, float]:
+    """Stage (i) on E for one set of anchors: votes over the anchored windows → c1; window
+    shifting towards c1 (resync_windows); votes over the shifted windows → c*. Returns (c*,
+    bounds, decoded, agreement), agreement = sum over E tokens of ±1 as the token's partition
+    bit matches c* of its window (the quantity the shifting maximises)."""
+    n, J = code.n, len(anchors) - 1
     codeword, decoded = _estimate(code, signed, estimation, anchors)
     bounds = anchors
     if max_shift > 0:
@@ -524,6 +590,44 @@ def brew_resync_statistics(scored: ScoredText, code: BCHCode, config: BrewConfig
         bounds = resync_windows(signed, signs, anchors, max_shift)
         if not np.array_equal(bounds, anchors):
             codeword, decoded = _estimate(code, signed, estimation, bounds)
+    window = window_index(bounds, signed.size)
+    inside = window >= 0
+    agreement = float(np.sum(signed[inside] * (2.0 * codeword[window[inside] % n] - 1.0)))
+    return codeword, bounds, decoded, agreement
+
+
+def brew_resync_statistics(scored: ScoredText, code: BCHCode, config: BrewConfig,
+                           max_shift: int) -> dict:
+    """Stages (i) and (ii) with per-block re-synchronisation at shift range S = max_shift.
+
+    E = even received positions, W = odd. Tokens map to codeword positions as the generator
+    wrote them: block j (L tokens of the original text) carries bit j mod n, at any length.
+    (i) For each candidate original length T0 (length_hypotheses: the received length T' itself,
+    then whole-cycle lengths within config.max_length_change), the text is cut into
+    J = ceil(T0/L) windows anchored at a_j = round(j L T'/T0) (the grid jL when T0 = T'; the
+    last window is the partial trailing block when L does not divide T0, and counts like any
+    other); votes on E → c1; window shifting: every boundary moves by at most S tokens to agree
+    best with c1 on E (resync_windows); votes on E over the shifted windows → c*. The reading
+    whose c* agrees best with E is kept (the first on a tie: T0 = T' before any stretch).
+    (ii) W tokens (fresh pairs) carry c* of their shifted window. Everything that fixes the
+    windows and c* is a function of E, so under H0 the W statistic keeps its exact null.
+
+    Returns message (int), p_value (soft), disagreements (hard), contradictions and
+    unobserved (payload_counts of W against c*), verified (N), hits, decoded (BCH success), bounds (J + 1,),
+    offsets (J + 1,) = bounds - anchors, original_length (T0 of the reading kept)."""
+    n = code.n
+    length = scored.length
+    positions = np.arange(length)
+    estimation = scored.scoreable & (positions % 2 == 0)
+    verification = scored.scoreable & (positions % 2 == 1)
+    signed = np.where(estimation, 2.0 * scored.green_bit - 1.0, 0.0)
+    best = None
+    for original in length_hypotheses(length, n, config.block_length, config.max_length_change):
+        anchors = anchor_bounds(length, int(original), config.block_length)
+        reading = _read(code, signed, estimation, anchors, max_shift)
+        if best is None or reading[3] > best[0][3]:
+            best = (reading, anchors, int(original))
+    (codeword, bounds, decoded, _), anchors, original = best
     window = window_index(bounds, length)
     fresh = first_occurrence(scored.pair[verification], exclude=np.unique(scored.pair[estimation]))
     idx = np.nonzero(verification)[0][fresh]
@@ -534,23 +638,30 @@ def brew_resync_statistics(scored: ScoredText, code: BCHCode, config: BrewConfig
     ones = int(designated.sum())
     w_votes = np.bincount(bit, weights=2.0 * scored.green_bit[idx] - 1.0, minlength=n)
     agree = np.where(codeword == 1, w_votes > 0, w_votes < 0)
+    against, unobserved = payload_counts(codeword, w_votes, np.bincount(bit, minlength=n))
     return {"message": int(bits_to_message(codeword[: code.k])),
             "p_value": soft_null_sf(int(hit.sum()), ones, int(idx.size - ones), config.gamma),
-            "disagreements": int(n - agree.sum()), "verified": int(idx.size), "hits": int(hit.sum()),
-            "decoded": bool(decoded), "bounds": bounds, "offsets": bounds - anchors}
+            "disagreements": int(n - agree.sum()), "contradictions": against, "unobserved": unobserved,
+            "verified": int(idx.size), "hits": int(hit.sum()),
+            "decoded": bool(decoded), "bounds": bounds, "offsets": bounds - anchors, "original_length": original}
 
 
 def brew_resync_decide(statistics: dict, code: BCHCode, config: BrewConfig) -> dict:
     """Decision of the per-block detector: one test on W (no shift multiplicity). Same keys
-    as brew_decide; "shift" is the largest window shift |u_j - a_j| used."""
+    as brew_decide; "shift" is the largest window shift |u_j - a_j| used. With
+    config.payload_check the W votes must also lie in c*'s bounded-distance region
+    (payload_consistent), else the text is rejected with the score of p = 1 (n disagreements)."""
+    consistent = (not config.payload_check) or bool(
+        payload_consistent(statistics["contradictions"], statistics["unobserved"], code))
     if config.verify_mode == "soft":
-        p = float(statistics["p_value"])
+        p = float(statistics["p_value"]) if consistent else 1.0
         accepted = p <= config.alpha
         score = float(-np.log10(max(p, 1e-300)))
     else:
         tau = hard_threshold(code.n, config.alpha, 1)
-        accepted = int(statistics["disagreements"]) <= tau
-        score = float(-statistics["disagreements"])
+        d = int(statistics["disagreements"]) if consistent else code.n
+        accepted = d <= tau
+        score = float(-d)
     shift = int(np.abs(statistics["offsets"]).max()) if len(statistics["offsets"]) else 0
     return {"accepted": bool(accepted), "message": int(statistics["message"]), "score": score, "shift": shift}
 

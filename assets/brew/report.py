@@ -18,11 +18,15 @@ from assets.common.report import Report, markdown_table
 RECONSTRUCTION = (
     "**The BREW detector rule is a reconstruction** (the paper's method section was not "
     "available): estimation on the even received positions (E), verification on the odd ones (W); "
-    "block windows anchored at j·T'/J (J = n × whole codeword cycles), block votes on E, "
+    "block j of L tokens carries codeword bit j mod n at any length; windows anchored at j·L·T'/T0 "
+    "for an original length T0 (the received length itself, or a whole number of cycles within "
+    "±25 % net edits, whichever reading agrees best with E), block votes on E, "
     "errors-and-erasures BCH decoding; per-block window shifting (every block boundary moves by "
     "at most S tokens to agree with the first estimate on E), votes again on the shifted windows, "
     "then soft/hard designated verification on unused (prev, token) pairs of W with an exact "
-    "binomial null (one test: the windows are chosen on E). The global-shift reading (one shift "
+    "binomial null (one test: the windows are chosen on E), accepted only when the W block votes "
+    "also lie within the code's correction radius of the designated codeword (so a watermarked "
+    "text read with a wrong codeword is rejected). The global-shift reading (one shift "
     "for the whole text, Bonferroni over 2S+1 shifts) is kept as brew_global_S*. vote_mode, "
     "verify_mode and sync are configurable. The word-level LM hides the implicit "
     "insertions/deletions that synonym substitution causes under BPE tokenization.")

@@ -8,6 +8,8 @@ every part holds, is refuted when any part is refuted, and is otherwise inconclu
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
@@ -69,6 +71,20 @@ def _fmt(ci: tuple[float, float, float]) -> str:
     return f"{ci[0]:+.4f} [90% CI {ci[1]:+.4f}, {ci[2]:+.4f}]"
 
 
+def kept_premise(al: pd.DataFrame) -> Premise:
+    """The premise of every counted claim (issue 48): at least one self-play round kept on each
+    (dataset, seed) cell it pools — else θ_T = θ0 there and the claim compares θ0, not self-play."""
+    kept = al[al["rounds_accepted"] >= 1]
+    missing = [f"{r.dataset}/{r.seed}" for r in al.itertuples() if r.rounds_accepted < 1]
+    measured = f"{len(kept)} of {len(al)} cells" + (f"; none kept on {', '.join(missing)}" if missing else "")
+    return Premise("≥ 1 self-play round kept on every (dataset, seed) cell (else θ_T = θ0 there)", measured,
+                   not missing and len(al) > 0)
+
+
+def _kept(al: pd.DataFrame) -> set[tuple[str, int]]:
+    return {(r.dataset, int(r.seed)) for r in al.itertuples() if r.rounds_accepted >= 1}
+
+
 def all_parts(parts: list[tuple[str, Verdict]]) -> Verdict:
     """Holds when every part holds, refuted when any part is refuted, else inconclusive; the interval
     shown is the deciding part's (the first refuted, else the first not holding, else the first)."""
@@ -76,11 +92,13 @@ def all_parts(parts: list[tuple[str, Verdict]]) -> Verdict:
     outcome = REFUTED if REFUTED in outcomes else HOLDS if all(o == HOLDS for o in outcomes) else INCONCLUSIVE
     first = next((v for _, v in parts if v.outcome == outcome), parts[0][1]) if outcome != HOLDS else parts[0][1]
     reason = "; ".join(f"{n}: {v.outcome} ({v.reason})" for n, v in parts)
+    premises = tuple(dict.fromkeys(p for _, v in parts for p in v.premises))     # each premise once
     return Verdict(outcome, first.estimate, first.low, first.high, first.margin, first.rule, first.direction,
-                   reason, tuple(p for _, v in parts for p in v.premises))
+                   reason, premises)
 
 
-def beats_matched(th: pd.DataFrame, scores: pd.DataFrame, p: DispatParams) -> tuple[Claim, pd.DataFrame]:
+def beats_matched(th: pd.DataFrame, scores: pd.DataFrame, p: DispatParams, premise: Premise | None = None
+                  ) -> tuple[Claim, pd.DataFrame]:
     auc = _pivot(th)
     per = auc.groupby(level="dataset")[["dispat", "anollm_matched"]].mean()
     per["gain"] = per["dispat"] - per["anollm_matched"]
@@ -96,7 +114,7 @@ def beats_matched(th: pd.DataFrame, scores: pd.DataFrame, p: DispatParams) -> tu
         "over cells above 0, mean ≥ the margin)",
         "'consistently outperforms' prior LLM-based detectors (no numbers)", auc["dispat"].to_numpy(),
         auc["anollm_matched"].to_numpy(), rule="effect", margin=MIN_GAIN, seeds=p.seeds,
-        names=("dispat", "anollm_matched"))
+        names=("dispat", "anollm_matched"), premises=premise)
     per_text = ", ".join(f"{d}: {r.gain:+.4f} (rows {_fmt(boots[d])})" for d, r in per.iterrows())
     measured = (f"mean gain {mean_gain:+.4f}; higher on {won}/{len(per)} (report-only); {per_text}; pooled over "
                 f"cells: {base.measured_value}; paired bootstrap over test rows {_fmt(pooled)}")
@@ -107,7 +125,7 @@ def beats_matched(th: pd.DataFrame, scores: pd.DataFrame, p: DispatParams) -> tu
     return claim, table
 
 
-def beats_non_llm(th: pd.DataFrame, p: DispatParams) -> tuple[Claim, pd.DataFrame]:
+def beats_non_llm(th: pd.DataFrame, p: DispatParams, premise: Premise | None = None) -> tuple[Claim, pd.DataFrame]:
     """DiSPaT ≥ the best classical/deep baseline (best by mean test AUROC over seeds, an oracle
     choice that favours the baselines) on ≥ 2 of 3 datasets, and on the synthetic dependency
     anomalies; the pooled CI over cells of DiSPaT − best must lie above 0."""
@@ -123,7 +141,8 @@ def beats_non_llm(th: pd.DataFrame, p: DispatParams) -> tuple[Claim, pd.DataFram
         treat += list(cell["dispat"])
         ctrl += list(cell[best])
     table = pd.DataFrame(rows)
-    base = comparative_claim("beats_non_llm", "", "", treat, ctrl, seeds=p.seeds, names=("dispat", "best baseline"))
+    base = comparative_claim("beats_non_llm", "", "", treat, ctrl, seeds=p.seeds, names=("dispat", "best baseline"),
+                             premises=premise)
     parts = [("pooled AUROC − best baseline > 0", base.judgement)]
     dep_text = "no synthetic dependency anomalies in this run"
     if SYNTHETIC in means.index and DEPENDENCY in th.columns:
@@ -131,7 +150,8 @@ def beats_non_llm(th: pd.DataFrame, p: DispatParams) -> tuple[Claim, pd.DataFram
         dep = dep_cells.mean()
         best_dep = max(present, key=lambda m: dep[m])
         ci = paired_ci(dep_cells["dispat"].to_numpy(), dep_cells[best_dep].to_numpy())
-        parts.append(("dependency AUROC − best baseline > 0", verdict_of(ci, rule="effect", margin=0.0)))
+        parts.append(("dependency AUROC − best baseline > 0", verdict_of(ci, rule="effect", margin=0.0,
+                                                                         premises=premise)))
         dep_text = (f"dependency anomalies: dispat {dep['dispat']:.3f} vs best {best_dep} {dep[best_dep]:.3f}; "
                     f"{ci.text()}")
     else:
@@ -197,21 +217,29 @@ def fpr_cells(th: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def calibrated_fpr(th: pd.DataFrame, scores: pd.DataFrame, p: DispatParams) -> Claim:
+def calibrated_fpr(th: pd.DataFrame, scores: pd.DataFrame, p: DispatParams, al: pd.DataFrame | None = None) -> Claim:
     """Judged per cell: holds when every cell's FPR CI lies inside [0.03, 0.08], refuted when any
-    cell's CI lies wholly outside, otherwise inconclusive."""
+    cell's CI lies wholly outside, otherwise inconclusive. With the alignment table `al`, a cell
+    where no self-play round was kept is inconclusive by premise (θ_T = θ0 there); the claim shows
+    the premise over all cells."""
     lo, hi = FPR_RANGE
     cells = fpr_cells(th, scores)
+    kept = _kept(al) if al is not None else None
     parts = []
     for r in cells.itertuples():
         name = f"{r.dataset}/{r.seed}"
-        parts.append((f"{name} ≥ {lo}", verdict(r.fpr, r.low, r.high, rule="bound", margin=lo)))
-        parts.append((f"{name} ≤ {hi}", verdict(r.fpr, r.low, r.high, rule="bound", margin=hi, direction="less")))
+        cell_premise = (None if kept is None or (r.dataset, int(r.seed)) in kept
+                        else Premise(f"{name}: ≥ 1 self-play round kept", "0 kept", False))
+        parts.append((f"{name} ≥ {lo}", verdict(r.fpr, r.low, r.high, rule="bound", margin=lo, premises=cell_premise)))
+        parts.append((f"{name} ≤ {hi}", verdict(r.fpr, r.low, r.high, rule="bound", margin=hi, direction="less",
+                                                premises=cell_premise)))
     per = cells.groupby("dataset")["fpr"].mean()
     text = ", ".join(f"{k}: {v:.3f}" for k, v in per.items())
     cell_text = "; ".join(f"{r.dataset}/{r.seed} {r.fpr:.3f} [{r.low:.3f}, {r.high:.3f}] (n {r.n})"
                           for r in cells.itertuples())
     j = all_parts(parts) if parts else verdict(float("nan"), float("nan"), float("nan"))
+    if al is not None:
+        j = dataclasses.replace(j, premises=(kept_premise(al),))
     return judged("calibrated_fpr", f"DiSPaT test-normal FPR in [{lo}, {hi}] at α = {p.alpha} on every (dataset, "
                   "seed) cell (Clopper–Pearson 90 % CI per cell)",
                   "calibrated threshold = (1 − α) quantile of validation-normal scores",
@@ -297,11 +325,12 @@ def speed_claims(speed: pd.DataFrame | None) -> list[Claim]:
 
 def build_claims(th: pd.DataFrame, scores: pd.DataFrame, al: pd.DataFrame, speed: pd.DataFrame | None,
                  p: DispatParams, rounds: pd.DataFrame | None = None) -> tuple[list[Claim], dict[str, pd.DataFrame]]:
-    matched, matched_table = beats_matched(th, scores, p)
-    non_llm, non_llm_table = beats_non_llm(th, p)
+    premise = kept_premise(al)
+    matched, matched_table = beats_matched(th, scores, p, premise)
+    non_llm, non_llm_table = beats_non_llm(th, p, premise)
     align, align_table = alignment_claim(al, p)
     best, methods = all_methods(th, p)
-    claims = [matched, non_llm, align, calibrated_fpr(th, scores, p), f_variants(th, p, rounds), vs_sft(th, p), best,
-              *speed_claims(speed)]
+    claims = [matched, non_llm, align, calibrated_fpr(th, scores, p, al), f_variants(th, p, rounds), vs_sft(th, p),
+              best, *speed_claims(speed)]
     return claims, {"matched": matched_table, "non_llm": non_llm_table, "alignment": align_table,
                     "methods": methods}

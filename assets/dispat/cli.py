@@ -9,17 +9,22 @@ model with the validation scores. `score` checks the new table against the fitte
 clear error naming the column and row), scores every row (mean over the profile's column
 orders of value-span NLL), flags rows above the (1 − α) quantile of the validation scores and
 writes per-column attributions (span NLL).
+
+Bad input exits with status 2 and one stderr line naming the parameter, or the file and the
+problem: missing, empty, not UTF-8, not CSV, header only, duplicated columns, a --text-columns
+column that is absent, < 10 rows (fit), NaN / inf / text in a numeric column at row N, columns
+that differ from the fitted schema (score). --alpha is checked before any file is read.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from assets.common.inputs import InputError, check_finite, check_range, read_frame, run_cli
 from assets.dispat import data as D
 from assets.dispat import serialize as S
 from assets.dispat.params import DispatParams
@@ -38,11 +43,12 @@ def fit(csv: Path, model_dir: Path, text_columns: tuple[str, ...], profile: str,
     from assets.dispat.lm import Optim, TokenRows, build_model, sample_rows, score_rows, self_play, train_sft
     from assets.dispat.runs import negatives
 
+    table = read_frame(csv, required=text_columns)
+    if len(table) < 10:
+        raise InputError(f"{csv}: need ≥ 10 normal rows, got {len(table)}")
+    check_finite(table, [c for c in table.columns if pd.api.types.is_numeric_dtype(table[c])], csv)
     p = _params(profile)
     torch.set_num_threads(p.torch_threads)
-    table = pd.read_csv(csv)
-    if len(table) < 10:
-        raise D.TableError(f"{csv}: need ≥ 10 normal rows, got {len(table)}")
     table["label"], table["anomaly_type"] = 0, "normal"
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(table))
@@ -69,7 +75,8 @@ def fit(csv: Path, model_dir: Path, text_columns: tuple[str, ...], profile: str,
                                   gamma=sp.gamma, rounds=sp.rounds, steps=sp.steps, batch=p.train.batch_size,
                                   n_gen=n_gen, o=Optim(p.train.continue_lr, p.train.warmup, p.train.grad_clip,
                                                        p.train.weight_decay),
-                                  max_val_rise=sp.max_val_rise, negatives=neg, rng=rng, val_seed=seed)
+                                  max_val_rise=sp.max_val_rise, negatives=neg, rng=rng, val_seed=seed,
+                                  renormalise=sp.renormalise)
     val_scores, _ = score_rows(final, val_tr, p.n_permutations, seed)
     model_dir.mkdir(parents=True, exist_ok=True)
     torch.save(final.state_dict(), model_dir / "model.pt")
@@ -86,13 +93,15 @@ def score(csv: Path, model_dir: Path, alpha: float, out: Path | None) -> pd.Data
     from assets.dispat.lm import TokenRows, build_model, score_rows
     from assets.dispat.method import calibrated_threshold
 
-    if not 0 < alpha < 1:
-        raise ValueError(f"--alpha must be in (0, 1), got {alpha}")
+    check_range("--alpha", alpha, 0, 1, lo_open=True, hi_open=True)
+    table = read_frame(csv)
+    for name in ("meta.json", "vocab.json", "model.pt"):
+        if not (model_dir / name).exists():
+            raise InputError(f"{model_dir}: no fitted model ({name} is missing; run `fit` first)")
     meta = json.loads((model_dir / "meta.json").read_text())
     p = _params(meta["profile"])
     torch.set_num_threads(p.torch_threads)
     vocab = S.Vocab.from_json((model_dir / "vocab.json").read_text())
-    table = pd.read_csv(csv)
     D.validate_table(table, vocab.schema, str(csv))
     rows = S.format_rows(table, vocab.schema)
     S.encode_rows(rows, S.permutations(len(rows), len(vocab.schema.names), np.random.default_rng(0)), vocab,
@@ -111,6 +120,7 @@ def score(csv: Path, model_dir: Path, alpha: float, out: Path | None) -> pd.Data
     return frame
 
 
+@run_cli
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m assets.dispat.cli", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -126,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--alpha", type=float, default=0.05)
     s.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    if args.command == "score":
+        check_range("--alpha", args.alpha, 0, 1, lo_open=True, hi_open=True)
     try:
         if args.command == "fit":
             meta = fit(args.csv, args.model, tuple(args.text_columns), args.profile, args.seed)
@@ -134,9 +146,8 @@ def main(argv: list[str] | None = None) -> int:
             frame = score(args.csv, args.model, args.alpha, args.out)
             print(frame.to_csv(index=False) if args.out is None else
                   f"{int(frame['flag'].sum())}/{len(frame)} rows flagged; written to {args.out}")
-    except (D.TableError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    except D.TableError as error:
+        raise InputError(str(error)) from None
     return 0
 
 

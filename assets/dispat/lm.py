@@ -155,26 +155,94 @@ def _step_with_sft(model: TinyLM, opt, sched, loss: torch.Tensor, logp: torch.Te
     return loss
 
 
+def allowed_token_logprobs(model: TinyLM, tokens: torch.Tensor, allowed: torch.Tensor
+                           ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One forward pass over rows (B, L) with the constrained decoder's allowed sets (B, L − 1, V):
+    per target token (B, L − 1) the unconstrained log p, the log q renormalised over the allowed
+    set, and log P(allowed) (method.allowed_logprobs)."""
+    out = model(tokens[:, :-1])
+    log_probs = torch.log_softmax(out.logits, dim=-1)
+    targets = tokens[:, 1:]
+    q, mass = M.allowed_logprobs(log_probs, targets, allowed)
+    return log_probs.gather(-1, targets[..., None]).squeeze(-1), q, mass
+
+
+def _pad_allowed(allowed: torch.Tensor, width: int) -> torch.Tensor:
+    """Allowed sets (B, W − 1, V) padded to (B, width − 1, V) with every token allowed (those
+    positions are past the row and outside every value span)."""
+    extra = width - 1 - allowed.shape[1]
+    return allowed if extra <= 0 else torch.nn.functional.pad(allowed, (0, 0, 0, extra), value=True)
+
+
+@torch.no_grad()
+def allowed_mass(model: TinyLM, enc: Encoded, allowed: torch.Tensor, batch: int = 256) -> float:
+    """Mean over the value tokens of `enc` of log P_θ(allowed set | prefix): how much of the
+    model's mass the constrained decoder keeps (0 = all of it)."""
+    dev = device_of(model)
+    tokens, _, values, _ = tensors(enc, dev)
+    total, count = 0.0, 0
+    for i in range(0, len(tokens), batch):
+        _, _, mass = allowed_token_logprobs(model, tokens[i:i + batch], allowed[i:i + batch].to(dev))
+        m = values[i:i + batch, 1:]
+        total += float(mass[m].sum())
+        count += int(m.sum())
+    return total / max(1, count)
+
+
+def _row_logprobs(model: TinyLM, tokens: torch.Tensor, values: torch.Tensor, allowed: torch.Tensor | None,
+                  batch: int = 256) -> torch.Tensor:
+    """Σ over value tokens of log p_θ (allowed None) or of log q_θ renormalised over the allowed sets."""
+    if allowed is None:
+        return torch.cat([M.sequence_logprobs(model, tokens[i:i + batch], values[i:i + batch])
+                          for i in range(0, len(tokens), batch)])
+    parts = []
+    for i in range(0, len(tokens), batch):
+        _, q, _ = allowed_token_logprobs(model, tokens[i:i + batch], allowed[i:i + batch])
+        parts.append((q * values[i:i + batch, 1:].float()).sum(dim=1))
+    return torch.cat(parts)
+
+
 def train_self_play_round(model: TinyLM, reference: TinyLM, rows: TokenRows, generated: Encoded, f: str,
-                          beta: float, gamma: float, steps: int, batch: int, o: Optim, rng: np.random.Generator
+                          beta: float, gamma: float, steps: int, batch: int, o: Optim, rng: np.random.Generator,
+                          constraint: SchemaConstraint | None = None, generated_allowed: torch.Tensor | None = None
                           ) -> dict[str, list[float]]:
     """K steps of L_f(θ; θt) + γ·SFT: each step takes `batch` data rows (fresh orders) and
     `batch` generated rows of θt. Returns per-step curves: loss, f-loss, the variational
-    estimate D̂_f = −L_f, mean u on data and on samples."""
+    estimate D̂_f = −L_f, mean u on data and on samples.
+
+    With `constraint` (and `generated_allowed`, its replay over `generated`) the log-ratio uses
+    log-probabilities renormalised over the constrained decoder's allowed set at each value
+    token, for θ and θt, on samples and data alike: r = q_θ/q_θt, the ratio of the densities of
+    the distribution the samples come from. Without it (the unconstrained ablation) r = p_θ/p_θt,
+    whose sample term has expected gradient ∝ ∇log P_θ(allowed) ≠ 0 at θ = θt. γ·SFT is always
+    the unconstrained next-token NLL (the AnoLLM model that scores rows)."""
     model.train()
     dev = device_of(model)
     opt, sched = _optimizer(model, o, steps)
     g_tokens, _, g_values, _ = tensors(generated, dev)
+    renorm = constraint is not None
+    g_allowed = generated_allowed.to(dev) if renorm else None
     with torch.no_grad():
-        ref_gen_all = torch.cat([M.sequence_logprobs(reference, g_tokens[i:i + 256], g_values[i:i + 256])
-                                 for i in range(0, len(g_tokens), 256)])
+        ref_gen_all = _row_logprobs(reference, g_tokens, g_values, g_allowed)
     curves = {"loss": [], "f_loss": [], "divergence": [], "u_data": [], "u_gen": []}
     for _ in range(steps):
-        d_tokens, d_mask, d_values, _ = tensors(rows.batch(rng, batch), dev)
+        enc = rows.batch(rng, batch)
+        d_tokens, d_mask, d_values, _ = tensors(enc, dev)
         pick = torch.from_numpy(rng.integers(0, len(g_tokens), size=batch)).to(dev)
-        with torch.no_grad():
-            ref_data = M.sequence_logprobs(reference, d_tokens, d_values)
-        logp, seq, width = _policy_logprobs(model, rows, d_tokens, d_values, g_tokens[pick], g_values[pick])
+        if renorm:
+            d_allowed = constraint.replay(enc.tokens).to(dev)
+            with torch.no_grad():
+                ref_data = _row_logprobs(reference, d_tokens, d_values, d_allowed)
+            width = max(d_tokens.shape[1], g_tokens.shape[1])
+            both = torch.cat([_pad_to(d_tokens, width, rows.vocab.pad), _pad_to(g_tokens[pick], width, rows.vocab.pad)])
+            values = torch.cat([_pad_to(d_values, width, False), _pad_to(g_values[pick], width, False)])
+            allowed = torch.cat([_pad_allowed(d_allowed, width), _pad_allowed(g_allowed[pick], width)])
+            logp, q, _ = allowed_token_logprobs(model, both, allowed)
+            seq = (q * values[:, 1:].float()).sum(dim=1)
+        else:
+            with torch.no_grad():
+                ref_data = M.sequence_logprobs(reference, d_tokens, d_values)
+            logp, seq, width = _policy_logprobs(model, rows, d_tokens, d_values, g_tokens[pick], g_values[pick])
         lf, u_d, u_g = M.self_play_loss(f, beta, seq[:batch], ref_data, seq[batch:], ref_gen_all[pick])
         loss = _step_with_sft(model, opt, sched, lf, logp, d_mask, width, gamma, o.grad_clip)
         curves["loss"].append(loss.item())
@@ -313,7 +381,13 @@ class SchemaConstraint:
                 self.text_masks.append(m)
             else:
                 self.text_masks.append(None)
-        # per-row state
+        self._masks: dict[tuple, torch.Tensor] = {}      # value mask per (column, value prefix, last column)
+        self.reset(orders)
+
+    def reset(self, orders: np.ndarray) -> None:
+        """Start fresh rows with these column orders (B, C); the schema tables are kept."""
+        self.orders = orders
+        self.b, self.c = orders.shape
         self.k = np.zeros(self.b, np.int64)            # column pointer into the row's order
         self.phase = np.zeros(self.b, np.int64)        # 0 column name, 1 " is ", 2 value, 3 done
         self.value: list[list[int]] = [[] for _ in range(self.b)]
@@ -338,11 +412,27 @@ class SchemaConstraint:
                     self.value[i].append(int(t))
 
     def _value_mask(self, i: int) -> torch.Tensor:
+        """The allowed next tokens inside row i's current value (memoised: a function of the column,
+        the value so far and whether it is the row's last column; callers must not modify it)."""
         col = int(self.orders[i, self.k[i]])
-        last_col = self.k[i] == self.c - 1
+        last_col = bool(self.k[i] == self.c - 1)
+        vals = self.value[i]
+        kind = self.kinds[col]
+        if kind == NUMERIC:          # the mask depends on the value's shape only, not on its digits
+            body = vals[1:] if vals and vals[0] == self.minus else vals
+            dot = body.index(self.dot) if self.dot is not None and self.dot in body else -1
+            key = (col, last_col, len(vals), len(body), dot)
+        elif kind == TEXT:
+            key = (col, last_col, len(vals))
+        else:
+            key = (col, last_col, tuple(vals))
+        if key not in self._masks:
+            self._masks[key] = self._build_value_mask(col, self.value[i], last_col)
+        return self._masks[key]
+
+    def _build_value_mask(self, col: int, vals: list[int], last_col: bool) -> torch.Tensor:
         term = self.v.eos if last_col else self.v.sep
         m = torch.zeros(self.V, dtype=torch.bool)
-        vals = self.value[i]
         kind = self.kinds[col]
         if kind == NUMERIC:
             d = self.decimals[col]
@@ -382,7 +472,33 @@ class SchemaConstraint:
     def __call__(self, logits: torch.Tensor, generated: torch.Tensor) -> torch.Tensor:
         if generated.shape[1]:
             self._update(generated[:, -1].cpu().numpy())
-        allowed = torch.zeros(logits.shape, dtype=torch.bool)         # built on the CPU, moved once
+        allowed = self._allowed()                                      # built on the CPU, moved once
+        return logits.masked_fill(~allowed.to(logits.device), float("-inf"))
+
+    def orders_of(self, tokens: np.ndarray) -> np.ndarray:
+        """The column order of each serialised row (B, L) read from its column-name tokens
+        (rows must name every column once)."""
+        col_index = {int(t): c for c, t in enumerate(self.col_ids)}
+        orders = [[col_index[int(t)] for t in row if int(t) in col_index] for row in tokens]
+        if any(sorted(o) != list(range(len(self.col_ids))) for o in orders):
+            raise ValueError("replay needs complete rows that name every column once")
+        return np.array(orders, dtype=np.int64)
+
+    def replay(self, tokens: np.ndarray) -> torch.Tensor:
+        """The allowed sets the constrained decoder would use along given rows (B, L), BOS first,
+        right-padded: (B, L − 1, V) bool on the CPU, entry j = the set for token j + 1 (the
+        teacher-forced trace of `__call__`; after EOS only PAD)."""
+        tokens = np.asarray(tokens)
+        self.reset(self.orders_of(tokens))
+        out = torch.zeros((self.b, tokens.shape[1] - 1, self.V), dtype=torch.bool)
+        for j in range(tokens.shape[1] - 1):
+            if j:
+                self._update(tokens[:, j])
+            out[:, j] = self._allowed()
+        return out
+
+    def _allowed(self) -> torch.Tensor:
+        allowed = torch.zeros((self.b, self.V), dtype=torch.bool)
         for i in range(self.b):
             ph = self.phase[i]
             if ph == 0:
@@ -393,7 +509,7 @@ class SchemaConstraint:
                 allowed[i] = self._value_mask(i)
             else:
                 allowed[i, self.v.pad] = True
-        return logits.masked_fill(~allowed.to(logits.device), float("-inf"))
+        return allowed
 
 
 def sample_rows(model: TinyLM, vocab: Vocab, train_rows: TokenRows, n: int, rng: np.random.Generator,
@@ -484,17 +600,35 @@ def validation_nll(model: TinyLM, rows: TokenRows, seed: int, batch: int = 256) 
     return float(-total.mean())
 
 
+@torch.no_grad()
+def constrained_validation_nll(model: TinyLM, rows: TokenRows, seed: int, constraint: SchemaConstraint,
+                               batch: int = 256) -> float:
+    """validation_nll (the same rows and column orders) under the constrained decoder's distribution:
+    value-token log-probabilities renormalised over the allowed sets (a value the constraint would not
+    generate counts as allowed). validation_nll − this = the mass lost off the allowed sets."""
+    rng = np.random.default_rng(seed)
+    enc = rows.encode(np.arange(len(rows)), permutations(len(rows), len(rows.col_ids), rng))
+    dev = device_of(model)
+    tokens, _, values, _ = tensors(enc, dev)
+    allowed = constraint.replay(enc.tokens).to(dev)
+    return float(-_row_logprobs(model, tokens, values, allowed, batch).mean())
+
+
 # ------------------------------------------------------------------------------ self-play loop
 def self_play(theta0: TinyLM, rows: TokenRows, val_rows: TokenRows, vocab: Vocab, round0: Encoded, *, f: str,
               beta: float, gamma: float, rounds: int, steps: int, batch: int, n_gen: int, o: Optim,
               max_val_rise: float, negatives: dict[str, bool], rng: np.random.Generator, val_seed: int,
-              log: Log = lambda s: None, critic=None, critic_states: list | None = None
+              log: Log = lambda s: None, critic=None, critic_states: list | None = None, renormalise: bool = True
               ) -> tuple[TinyLM, list[dict], list[list[dict | None]]]:
     """T rounds: samples of θt (round 0: `round0`, θ0's) → K steps of L_f(θ; θt) + γ SFT from θt →
     θt+1, kept only if the validation NLL rises by ≤ max_val_rise (relative) over θt's.
     With `critic` (params Critic: option B) each round instead fits an explicit critic and takes K
     steps of train_critic_round; its D̂_f and mean v_φ fill the records' divergence / u columns and
     each round's critic state is appended to `critic_states`. Everything runs on θ0's device.
+    `renormalise` (the implicit critic only): the log-ratio over the constrained decoder's allowed
+    sets (train_self_play_round); False is the unconstrained ablation. Each record also holds the
+    mean log P(allowed) per value token of the round's samples under θt and under the round's θ, and
+    the validation NLL under the constrained distribution (constrained_validation_nll) before / after.
     Returns (θ_T, per-round records, parsed generated rows of rounds ≥ 1)."""
     dev = device_of(theta0)
     current = build_model(**_config_kwargs(theta0)).to(dev)
@@ -503,6 +637,8 @@ def self_play(theta0: TinyLM, rows: TokenRows, val_rows: TokenRows, vocab: Vocab
     val_nll = validation_nll(current, val_rows, val_seed)
     records, generated_rows = [], []
     samples = round0
+    constraint = SchemaConstraint(vocab, rows, np.zeros((0, len(vocab.schema.names)), np.int64), negatives)
+    val_q = constrained_validation_nll(current, val_rows, val_seed, constraint)
     for t in range(rounds):
         started = time.perf_counter()
         parsed = None
@@ -513,14 +649,19 @@ def self_play(theta0: TinyLM, rows: TokenRows, val_rows: TokenRows, vocab: Vocab
             generated_rows.append(parsed)
         policy = build_model(**_config_kwargs(theta0)).to(dev)
         policy.load_state_dict(current.state_dict())
+        g_allowed = constraint.replay(samples.tokens)
+        mass_before = allowed_mass(current, samples, g_allowed)
         if critic is None:
-            curves = train_self_play_round(policy, current, rows, samples, f, beta, gamma, steps, batch, o, rng)
+            curves = train_self_play_round(policy, current, rows, samples, f, beta, gamma, steps, batch, o, rng,
+                                           constraint if renormalise else None, g_allowed)
         else:
             curves, state = train_critic_round(policy, current, rows, samples, f, beta, gamma, steps, batch, o, rng,
                                                critic)
             if critic_states is not None:
                 critic_states.append(state)
         new_nll = validation_nll(policy, val_rows, val_seed)
+        mass_after = allowed_mass(policy, samples, g_allowed)
+        new_q = constrained_validation_nll(policy, val_rows, val_seed, constraint)
         accepted = new_nll <= val_nll * (1 + max_val_rise)
         tail = max(1, steps // 5)
         records.append({"round": t, "f": f, "val_nll_before": val_nll, "val_nll_after": new_nll,
@@ -529,14 +670,16 @@ def self_play(theta0: TinyLM, rows: TokenRows, val_rows: TokenRows, vocab: Vocab
                                                           else curves["critic"][:max(1, critic.steps // 5)])),
                         "u_data": float(np.mean(curves["u_data"][-tail:])),
                         "u_gen": float(np.mean(curves["u_gen"][-tail:])),
+                        "log_p_allowed_before": mass_before, "log_p_allowed_after": mass_after,
+                        "val_nll_q_before": val_q, "val_nll_q_after": new_q,
                         "n_samples": int(len(samples.tokens)),
                         "parse_rate": (float(np.mean([p is not None for p in parsed])) if parsed is not None
                                        else float("nan")),
                         "seconds": time.perf_counter() - started})
         log(f"round {t} ({f}): D̂_f {records[-1]['divergence']:.4f}, val NLL {val_nll:.3f} → {new_nll:.3f}"
-            f"{'' if accepted else ' (rejected)'}")
+            f"{'' if accepted else ' (rejected)'}, log P(allowed) {mass_before:.4f} → {mass_after:.4f}")
         if accepted:
-            current, val_nll = policy, new_nll
+            current, val_nll, val_q = policy, new_nll, new_q
     return current, records, generated_rows
 
 

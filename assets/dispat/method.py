@@ -16,6 +16,11 @@ so L_f = −D_f(P‖Q) exactly when r_θ = P/Q. Per f (u = log r, clipped to ±C
 | chi2 | (r − 1)² | 2(r − 1) | t + t²/4 | r² − 1 |
 
 JS in GAN form: L_js = E_data[softplus(−u)] + E_gen[softplus(u)] − 2 log 2.
+
+The samples come from the schema-constrained decoder q_θt (p_θt masked to an allowed set A(h) and
+renormalised at each token), so the log-probabilities in r are those of q (`allowed_logprobs`):
+with the unconstrained log p the sample term's expected gradient at θ = θt is f″(1)·β·∇log P_θ(A),
+not 0 (issue 48; tested in closed form). The data term uses log q as well (train rows lie in A).
 """
 from __future__ import annotations
 
@@ -132,6 +137,20 @@ def sequence_logprobs(model, tokens: torch.Tensor, value_mask: torch.Tensor) -> 
 
     logp = token_logprobs(model, tokens)
     return (logp * value_mask[:, 1:].float()).sum(dim=1)
+
+
+def allowed_logprobs(log_probs: torch.Tensor, targets: torch.Tensor, allowed: torch.Tensor
+                     ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token log-probabilities renormalised over an allowed set, and the log-mass of that set.
+
+    log_probs (…, V) are the model's (unconstrained) log-softmax, targets (…) the tokens, allowed
+    (…, V) bool the set the constrained decoder samples from at each position. Returns
+    (log q(target) = log p(target) − log P(allowed), log P(allowed)), both (…). The target is
+    always counted as allowed (a no-op for rows the constraint generated or accepts; it keeps
+    log q finite on any other row)."""
+    allowed = allowed | F.one_hot(targets, log_probs.shape[-1]).bool()
+    log_mass = torch.logsumexp(log_probs.masked_fill(~allowed, float("-inf")), dim=-1)
+    return log_probs.gather(-1, targets[..., None]).squeeze(-1) - log_mass, log_mass
 
 
 def sft_loss(model, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

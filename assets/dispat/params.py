@@ -57,7 +57,10 @@ class Train:
 class SelfPlay:
     """T rounds × K steps of L_f + γ·SFT; each step: `batch_size` data rows + `batch_size`
     samples of θt. n_gen = 0 → |train| samples per round. A round is kept only if the
-    validation NLL rises by ≤ max_val_rise (relative)."""
+    validation NLL rises by ≤ max_val_rise (relative). renormalise: the log-ratio r = q_θ/q_θt
+    uses log-probabilities renormalised over the constrained decoder's allowed set at each value
+    token (the density of the distribution the samples come from); False = the unconstrained
+    p_θ/p_θt (an ablation: its sample term is biased, see lm.train_self_play_round)."""
 
     f: str
     beta: float
@@ -66,6 +69,7 @@ class SelfPlay:
     steps: int
     n_gen: int
     max_val_rise: float
+    renormalise: bool = True
 
 
 @dataclass(frozen=True)

@@ -81,9 +81,15 @@ def build_report(th: pd.DataFrame, scores: pd.DataFrame, al: pd.DataFrame, round
     wide = methods.pivot_table(index="method", columns="dataset", values="auroc").reset_index()
     types = [c for c in th.columns if c.startswith("auroc_")]
     by_type = th.groupby(["dataset", "method"])[types].mean().reset_index()
-    round_table = rounds.groupby(["f", "round"])[["divergence_first", "divergence", "val_nll_before", "val_nll_after",
-                                                  "parse_rate", "duplicate_rate", "n_samples"]].mean().reset_index()
+    round_cols = [c for c in ("divergence_first", "divergence", "val_nll_before", "val_nll_after",
+                              "log_p_allowed_before", "log_p_allowed_after", "parse_rate", "duplicate_rate",
+                              "n_samples") if c in rounds]
+    round_table = rounds.groupby(["f", "round"])[round_cols].mean().reset_index()
     accepted = rounds.groupby(["f"])["accepted"].mean().reset_index()
+    change = rounds.assign(val_nll_change=rounds["val_nll_after"] / rounds["val_nll_before"] - 1)
+    per_dataset = change.groupby(["f", "dataset"]).agg(rounds=("round", "size"), kept=("accepted", "sum"),
+                                                       val_nll_change=("val_nll_change", "mean"),
+                                                       max_change=("val_nll_change", "max")).reset_index()
     pol = pd.concat([sft.assign(policy="theta0"), matched.assign(policy="matched")])
     pol = pol.groupby(["policy", "dataset"])[["steps", "batch", "first_loss", "final_loss", "val_nll",
                                              "n_parameters"]].mean().reset_index()
@@ -101,9 +107,14 @@ def build_report(th: pd.DataFrame, scores: pd.DataFrame, al: pd.DataFrame, round
         "## Self-play rounds (mean over cells)", "",
         "D̂_f = −L_f (the variational lower bound on D_f(data ‖ p_θt) at the implicit critic), first and last fifth "
         "of the round's steps; parse and duplicate rates of the samples the round trained on (round 0: θ0's "
-        "pseudo-anomalies, gated separately).", "", markdown_table(round_table, 4), "",
+        "pseudo-anomalies, gated separately); log P(allowed) = mean log-mass per value token that θt and the "
+        "round's θ put on the schema-constrained decoder's allowed set, on those samples; the log-ratio is "
+        "renormalised over that set" + ("" if p.self_play.renormalise else " (not in this run: unconstrained "
+                                        "ablation)") + ".", "", markdown_table(round_table, 4), "",
         "Share of rounds accepted (validation NLL rose ≤ 2 %): " + ", ".join(
             f"{r.f}: {r.accepted:.2f}" for r in accepted.itertuples()), "",
+        "Rounds kept and relative validation-NLL change per round (after / before − 1), per dataset:", "",
+        markdown_table(per_dataset, 4), "",
         *_critic_section(th, rounds),
         "## Policies (mean over seeds)", "", markdown_table(pol, 4), "",
         "## Round-0 pseudo-anomalies (θ0 samples)", "", markdown_table(gen, 4), "",

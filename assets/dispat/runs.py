@@ -246,7 +246,7 @@ def dispat_job(job: dict) -> dict:
         steps=sp.steps, batch=p.train.batch_size, n_gen=job["n_gen"], o=_optim(p, p.train.continue_lr),
         max_val_rise=sp.max_val_rise, negatives=negatives(job["train"], vocab.schema),
         rng=np.random.default_rng(job["stream_seed"]), val_seed=job["val_seed"], critic=job.get("critic"),
-        critic_states=critic_states)
+        critic_states=critic_states, renormalise=sp.renormalise)
     if job.get("label", job["f"]) != job["f"]:
         for rec in records:
             rec["f"] = job["label"]

@@ -8,17 +8,19 @@ action is 0), any number of feature columns (categorical; one-hot encoded), and 
 (acceptance probabilities of past policies, for a_K = 1 − Π_k (1 − π_k)). Without them the
 predictor is unweighted and no bound is given. Prints one JSON object; bad logs (labels on
 rejected rows, ≠ 2 groups, probabilities outside [0, 1], a group without an accepted positive,
-a_K = 0 on a row) exit with status 2 and the reason.
+a_K = 0 on a row) and bad files (missing, empty, not UTF-8, not CSV, header only, a missing or
+duplicated column, NaN / inf / text in group, action, accept_prob or past_prob_* at row N) exit
+with status 2 and one stderr line naming the file and the reason.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 import numpy as np
 import pandas as pd
 
+from assets.common.inputs import InputError, check_finite, check_range, read_frame, run_cli
 from assets.fair_selective import fairness as fm
 from assets.fair_selective.static import fit_logistic
 
@@ -66,17 +68,28 @@ def analyse(frame: pd.DataFrame, measure: str = "tpr", omega: float = 0.05) -> d
     return out
 
 
+def read_log(path) -> pd.DataFrame:
+    """The decision log, checked as a file: the three columns, finite numbers where they must be."""
+    frame = read_frame(path, required=("group", "action", "label"))
+    numeric = [c for c in frame.columns if c in ("group", "action", "accept_prob") or c.startswith("past_prob_")]
+    check_finite(frame, numeric, path)
+    check_finite(frame, ["label"], path, allow_nan=True)       # empty on rejected rows
+    return frame
+
+
+@run_cli
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--csv", required=True)
     parser.add_argument("--measure", default="tpr", choices=fm.MEASURES)
     parser.add_argument("--omega", type=float, default=0.05)
     args = parser.parse_args(argv)
+    check_range("--omega", args.omega, 0, lo_open=True)
+    frame = read_log(args.csv)
     try:
-        result = analyse(pd.read_csv(args.csv), args.measure, args.omega)
+        result = analyse(frame, args.measure, args.omega)
     except fm.FairnessInputError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+        raise InputError(f"{args.csv}: {err}") from None
     print(json.dumps(result, indent=2))
     return 0
 

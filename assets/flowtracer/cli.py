@@ -9,6 +9,10 @@ key k, causal), `question` and `answer` (int index arrays); tokens.txt has one t
     DIR/token_credit.csv   position, token, h, f, tau, one_hop, rollout, in_backbone
     DIR/backbone.csv       i, k, token_i, token_k, flow   (greedy widest-path backbone, ≥ 80 % of the flow)
     DIR/credit.png         the tokens as text, background coloured by throughput τ
+
+Bad input (a missing, empty, non-zip or pickled .npz; a missing key, a wrong shape, NaN / inf or
+negative attention; a missing, empty or non-UTF-8 tokens file, or one whose line count is not T;
+a layer outside 0..L-1) exits with status 2 and one stderr line naming the file.
 """
 from __future__ import annotations
 
@@ -19,29 +23,35 @@ from pathlib import Path
 
 import numpy as np
 
+from assets.common.inputs import InputError, read_npz, read_text, run_cli
 from assets.flowtracer.flow import Flow, middle_layers, one_hop, rollout, trace_flow
 
 COLUMNS = ["position", "token", "h", "f", "tau", "one_hop", "rollout", "in_backbone"]
 
 
 def load_inputs(npz_path: Path, tokens_path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """(attn (L, H, T, T), question, answer, tokens); ValueError on a missing key or a mismatched shape."""
-    with np.load(npz_path) as data:
-        missing = [key for key in ("attn", "question", "answer") if key not in data.files]
-        if missing:
-            raise ValueError(f"{npz_path} lacks {', '.join(missing)} (it holds {', '.join(data.files) or 'nothing'})")
-        attn, question, answer = (np.asarray(data[key]) for key in ("attn", "question", "answer"))
+    """(attn (L, H, T, T), question, answer, tokens); InputError naming the file on a missing key, a
+    mismatched shape, non-finite or negative attention, or a bad tokens file."""
+    data = read_npz(npz_path)
+    missing = [key for key in ("attn", "question", "answer") if key not in data]
+    if missing:
+        raise InputError(f"{npz_path} lacks {', '.join(missing)} (it holds {', '.join(data) or 'nothing'})")
+    attn, question, answer = (np.asarray(data[key]) for key in ("attn", "question", "answer"))
     if attn.ndim != 4 or attn.shape[-1] != attn.shape[-2]:
-        raise ValueError(f"attn must be (L, H, T, T), got shape {attn.shape}")
+        raise InputError(f"{npz_path}: attn must be (L, H, T, T), got shape {attn.shape}")
+    if not np.issubdtype(attn.dtype, np.number) or not np.isfinite(attn).all() or (attn < 0).any():
+        raise InputError(f"{npz_path}: attn must hold finite probabilities ≥ 0 (found NaN, inf, negative or "
+                         f"non-numeric values, dtype {attn.dtype})")
     for name, positions in (("question", question), ("answer", answer)):
         if positions.ndim != 1 or (positions.size and not np.issubdtype(positions.dtype, np.integer)):
-            raise ValueError(f"{name} must be a 1-D integer index array, got {positions.dtype} {positions.shape}")
-    tokens = Path(tokens_path).read_text(encoding="utf-8").split("\n")
+            raise InputError(f"{npz_path}: {name} must be a 1-D integer index array, got {positions.dtype} "
+                             f"{positions.shape}")
+    tokens = read_text(tokens_path).split("\n")
     if tokens and tokens[-1] == "":
         tokens = tokens[:-1]                                            # the final newline
     T = attn.shape[-1]
     if len(tokens) != T:
-        raise ValueError(f"{tokens_path} has {len(tokens)} tokens (lines) but the attention covers T={T}")
+        raise InputError(f"{tokens_path} has {len(tokens)} tokens (lines) but the attention covers T={T}")
     return attn, question, answer, tokens
 
 
@@ -102,6 +112,7 @@ def report(npz_path: Path, tokens_path: Path, layers: list[int] | None, out: Pat
     return flow
 
 
+@run_cli
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m assets.flowtracer.cli", description=__doc__.split("\n")[0])
     parser.add_argument("--npz", type=Path, required=True, help="attn (L, H, T, T), question, answer")
@@ -111,8 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         flow = report(args.npz, args.tokens, args.layers, args.out)
-    except (ValueError, OSError) as error:
-        parser.error(str(error))
+    except ValueError as error:          # trace_flow: positions or layers that do not fit the attention
+        raise InputError(f"{args.npz}: {error}") from None
     print(f"wrote {args.out}/token_credit.csv, backbone.csv, credit.png: {len(flow.backbone)} backbone edges "
           f"carry {flow.backbone_fraction:.1%} of the flow; conservation error {flow.conservation_error:.1e}, "
           f"absorbed mass {flow.absorbed_mass:.6f}, {flow.n_dead} dead tokens")

@@ -7,7 +7,9 @@ Each input line is a JSON object with `question` (text), `criteria` (constraint 
 (text). Each output line adds `judge_list`, `dense`, `sparse` and, for a partial success
 (0 < dense < 1), `replay`: the hindsight instruction — same question and template, only the
 satisfied constraints — as `criteria`, its rendered `instruction` and `reward` 1 (re-verified).
-A bad row (unknown or conflicting constraints, unknown template) stops with its line number.
+A bad file (missing, empty, not UTF-8, not JSON Lines, no records) or a bad row (a missing field,
+unknown or conflicting constraints, unknown template) exits with status 2 and one stderr line
+naming the file and the line.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import json
 import sys
 from collections.abc import Iterable, Iterator
 
+from assets.common.inputs import InputError, read_jsonl, run_cli
 from assets.hir.constraints import ConstraintError, conflicts, judge, parse_criteria, render
 from assets.hir.data import tokenize
 from assets.hir.replay import make_replays
@@ -43,16 +46,27 @@ def relabel_row(row: dict) -> dict:
     return out
 
 
-def relabel(lines: Iterable[str]) -> Iterator[dict]:
+def relabel(lines: Iterable[str], where: str = "input") -> Iterator[dict]:
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            yield relabel_row(json.loads(line))
+            row = json.loads(line)
+            if not isinstance(row, dict):
+                raise TypeError(f"a JSON object per line is needed, got {type(row).__name__}")
+            yield relabel_row(row)
         except (ConstraintError, json.JSONDecodeError, TypeError) as err:
-            raise SystemExit(f"line {number}: {err}") from None
+            raise InputError(f"{where}: line {number}: {err}") from None
 
 
+def relabel_file(path: str) -> list[dict]:
+    """Every row of a JSONL file, relabelled (InputError naming the file and line)."""
+    read_jsonl(path)                            # missing / empty / not UTF-8 / parse errors / no records
+    with open(path, encoding="utf-8-sig") as handle:
+        return list(relabel(handle, str(path)))
+
+
+@run_cli
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m assets.hir.cli", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -60,8 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     rel.add_argument("--jsonl", required=True, help="input rows: question, criteria, q_type, response")
     rel.add_argument("--out", help="output JSONL (default: stdout)")
     args = parser.parse_args(argv)
-    with open(args.jsonl, encoding="utf-8") as handle:
-        rows = list(relabel(handle))
+    rows = relabel_file(args.jsonl)
     text = "".join(json.dumps(r) + "\n" for r in rows)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as handle:

@@ -1,7 +1,7 @@
 """Bring your own mesh or image.
 
     python -m assets.lari.cli annotate --mesh FILE [--out DIR] [--views 4] [--size 32] [--lmax 8] [--seed 0]
-        layered GT (z per layer, stop index) + RGB for a mesh file (any format trimesh loads), normalised to the
+        layered GT (z per layer, stop index) + RGB for a mesh file (.obj, .off, .ply, .stl), normalised to the
         unit bbox, cameras on a sphere r ∈ [1.5, 2.2]: DIR/annotation.npz and DIR/view_<i>.png
     python -m assets.lari.cli predict --image FILE [--data-dir DIR] [--kind object] [--seed 0] [--layers 4]
                                       [--checkpoint PT] [--stop-checkpoint PT] [--out FILE.ply]
@@ -9,8 +9,9 @@
         scale / z-shift the SSI-invariant training leaves free; checkpoints default to the trained ones under
         DIR/lari/checkpoints (DIR: PAPERLAB_DATA_DIR or data/).
 
-Bad input (wrong image shape or dtype, non-finite pixels, f ≤ 0, an empty or degenerate mesh, a checkpoint of
-another L) is a clear error and exit status 2.
+Bad input (a missing, empty or unreadable file, an unknown mesh or image extension, wrong image shape or dtype,
+non-finite pixels or vertices, f ≤ 0, an empty or degenerate mesh, a checkpoint of another L) exits with status 2
+and one stderr line naming the file or parameter. Counts and sizes are checked before any file is read.
 """
 from __future__ import annotations
 
@@ -20,18 +21,15 @@ from pathlib import Path
 
 import numpy as np
 
+from assets.common.inputs import InputError, check_range, read_image, read_mesh, run_cli
 from assets.lari import data as D
 from assets.lari import model as NN
 from assets.lari import render as RD
 
 
 def load_mesh(path: Path) -> D.Mesh:
-    """A mesh file as a unit-bbox Mesh (MeshError if empty or degenerate)."""
-    import trimesh
-
-    loaded = trimesh.load(str(path), force="mesh", process=False)
-    v = np.asarray(getattr(loaded, "vertices", np.zeros((0, 3))), dtype=np.float64)
-    f = np.asarray(getattr(loaded, "faces", np.zeros((0, 3))), dtype=np.int64)
+    """A mesh file as a unit-bbox Mesh (InputError for an unreadable file, MeshError if degenerate)."""
+    v, f = read_mesh(path)
     D.validate_mesh(v, f, str(path))
     return D.Mesh(D.normalise(v), f, np.zeros(len(f), np.int64))
 
@@ -56,13 +54,15 @@ def annotate(mesh: D.Mesh, views: int, size: int, lmax: int, seed: int, f: float
 
 
 def load_image(path: Path) -> np.ndarray:
-    """An image file (.png/.jpg via Pillow, or .npy) as an array, unchanged (check_image validates it)."""
-    if path.suffix == ".npy":
-        return np.load(path, allow_pickle=False)
-    from PIL import Image
-
-    with Image.open(path) as im:
-        return np.asarray(im)
+    """An image file (.png, .jpg, .jpeg, .npy) as an array, unchanged; refused here when it is not
+    H × W × 3 or has non-finite pixels (check_image checks the networks' size and the range later)."""
+    img = read_image(path)
+    if img.ndim != 3 or img.shape[-1] != 3:
+        raise InputError(f"{path}: an RGB image (H, W, 3) is needed, got shape {img.shape}")
+    if img.dtype.kind == "f" and not np.isfinite(img).all():
+        bad = np.argwhere(~np.isfinite(img))[0]
+        raise InputError(f"{path}: non-finite pixels (first at row {bad[0]}, column {bad[1]})")
+    return img
 
 
 def predict(image: np.ndarray, pointmap_ckpt: Path, stop_ckpt: Path, layers: int) -> tuple[np.ndarray, np.ndarray]:
@@ -90,6 +90,18 @@ def write_ply(path: Path, points: np.ndarray, layer: np.ndarray) -> Path:
     return path
 
 
+def _check_params(args) -> None:
+    if args.cmd == "annotate":
+        check_range("--views", args.views, 1)
+        check_range("--size", args.size, 2)
+        check_range("--lmax", args.lmax, 1)
+        if args.focal is not None:
+            check_range("--focal", args.focal, 0, lo_open=True)
+    else:
+        check_range("--layers", args.layers, 1)
+
+
+@run_cli
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m assets.lari.cli", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -112,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stop-checkpoint", type=Path, default=None)
     p.add_argument("--out", type=Path, default=Path("lari_points.ply"))
     args = ap.parse_args(argv)
+    _check_params(args)
     try:
         if args.cmd == "annotate":
             arrays = annotate(load_mesh(args.mesh), args.views, args.size, args.lmax, args.seed, args.focal)
@@ -129,15 +142,18 @@ def main(argv: list[str] | None = None) -> int:
             ckpt = (args.data_dir or data_root()) / "lari" / "checkpoints"
             pm = args.checkpoint or ckpt / f"pointmap_{args.kind}_L{args.layers}_s{args.seed}.pt"
             st = args.stop_checkpoint or ckpt / f"stop_{args.kind}_L{args.layers}_s{args.seed}.pt"
+            image = load_image(args.image)
             for path in (pm, st):
                 if not path.exists():
-                    raise FileNotFoundError(f"no checkpoint {path}: materialize the lari group first")
-            pts, layer = predict(load_image(args.image), pm, st, args.layers)
+                    raise InputError(f"no checkpoint {path}: materialize the lari group first")
+            try:
+                pts, layer = predict(image, pm, st, args.layers)
+            except NN.ImageError as err:
+                raise InputError(f"{args.image}: {err}") from None
             write_ply(args.out, pts, layer)
             print(f"{len(pts)} points in {int(layer.max()) + 1 if len(layer) else 0} layers → {args.out}")
-    except (D.MeshError, RD.CameraError, NN.ImageError, NN.CheckpointError, FileNotFoundError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    except (D.MeshError, RD.CameraError, NN.CheckpointError) as err:
+        raise InputError(str(err)) from None
     return 0
 
 

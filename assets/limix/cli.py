@@ -9,7 +9,8 @@ test row, one column p_<class> per class of the train target) to stdout or --out
 
 Bad input exits with status 2 and one stderr line naming the file and the problem: missing,
 empty, not UTF-8, no target column, > 10 classes, one class in the train rows, more features
-than the checkpoint takes, a string column that cannot be encoded (> 32 distinct values).
+than the checkpoint takes, > 10 000 rows in a file, a string column that cannot be encoded
+(> 32 distinct values).
 Empty, NaN and ±inf cells are valid (the model's missing-value path).
 """
 from __future__ import annotations
@@ -20,11 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
-from assets.common.inputs import InputError, read_csv, run_cli
+from assets.common.inputs import InputError, check_range, read_csv, run_cli
 
 SLUG = "limix"
 MAX_CATEGORIES = 32
 MAX_CLASSES = 10
+MAX_ROWS = 10_000      # per file: every train and test row is one item of a single in-context forward pass
 
 
 def _number(cell: str) -> float | None:
@@ -114,8 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--steps", type=int, default=50, help="steps of the tiny model trained when no checkpoint")
     args = parser.parse_args(argv)
-    train_rows = read_csv(args.train, required=[args.target])
-    test_rows = read_csv(args.test)
+    check_range("--steps", args.steps, 1)
+    train_rows = read_csv(args.train, required=[args.target], max_rows=MAX_ROWS)
+    test_rows = read_csv(args.test, max_rows=MAX_ROWS)
     features = [c for c in train_rows[0] if c != args.target]
     missing = [c for c in features if c not in test_rows[0]]
     if missing:

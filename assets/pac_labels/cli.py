@@ -6,8 +6,10 @@
 The CSV needs a label column (the expert labels; only the entries PAC labeling buys are read),
 an AI label column and a confidence column in [0, 1]. Writes the table with pac_label,
 provenance (ai / expert_sampled / expert_threshold) and uncertainty columns, and prints a JSON
-summary (also written to --summary when given). Bad input exits with status 2 and a message
-naming the column or parameter and the rows.
+summary (also written to --summary when given). Bad input exits with status 2 and one stderr
+line naming the parameter, or the file and the column and rows (missing, empty, not UTF-8, not
+CSV, header only, a missing or duplicated column, NaN / out-of-range confidences). Parameters
+are checked before the file is read.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from assets.common.inputs import InputError, check_range, read_frame, run_cli
 from assets.pac_labels import method as M
 from assets.pac_labels.data import TableSpec
 from assets.pac_labels.pipeline import label_table
@@ -46,12 +49,23 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def check_params(args) -> None:
+    """ε, α in (0, 1), K ≥ 1, a grid of ≥ 2 points, LO < HI: before any data is read."""
+    check_range("--epsilon", args.epsilon, 0, 1, lo_open=True, hi_open=True)
+    check_range("--alpha", args.alpha, 0, 1, lo_open=True, hi_open=True)
+    check_range("--num-draws", args.num_draws, 1)
+    check_range("--wsr-grid-size", args.wsr_grid_size, 2)
+    if args.label_range:
+        lo, hi = (check_range("--label-range", v) for v in args.label_range)
+        if not lo < hi:
+            raise InputError(f"--label-range {lo:g} {hi:g}: LO must be < HI")
+
+
+@run_cli
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if not args.csv.exists():
-        print(f"error: --csv {args.csv} does not exist", file=sys.stderr)
-        return 2
-    frame = pd.read_csv(args.csv)
+    check_params(args)
+    frame = read_frame(args.csv, required=(args.label_col, args.pred_col, args.conf_col))
     labels = None
     if args.labels:
         raw = [v.strip() for v in args.labels.split(",")]
@@ -67,8 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         out, summary = label_table(frame, spec, config, seed=args.seed, tie_break_seed=args.tie_break_seed)
     except M.InputError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+        raise InputError(f"{args.csv}: {err}") from None
     args.out.parent.mkdir(parents=True, exist_ok=True)
     out.to_csv(args.out, index=False)
     text = json.dumps(summary, indent=1, sort_keys=True, ensure_ascii=False)

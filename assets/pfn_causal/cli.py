@@ -4,7 +4,10 @@
 
 Reads the pretrained checkpoint and the fine-tuning rule of a materialized run (data/
 pfn_causal/, or $PAPERLAB_DATA_DIR; --data-dir overrides), checks the input before loading
-anything (userdata.py: a bad input exits with status 2 and its reason), and prints JSON:
+anything (userdata.py; parameters before the file; a bad input exits with status 2 and one
+stderr line {"error": ...} naming the parameter, or the file and the problem: missing, empty,
+not UTF-8, not CSV, header only, duplicated or missing columns, NaN / inf / text cells, more
+than 10 000 rows), and prints JSON:
 the zero-shot estimate (mean, sd), the rule's verdict (score vs threshold: "pwf" when the
 query lies outside what pretraining covered), the PWF estimate when --pwf is given (K steps
 of point-wise fine-tuning on prior SCMs at this query — never on the user's data), flags.
@@ -20,9 +23,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from assets.common.inputs import InputError, check_range, read_frame, run_cli
 from assets.pfn_causal.userdata import BadInput, padded, parse_do, validate
 
 SLUG = "pfn_causal"
+MAX_ROWS = 10_000       # observational rows: every one is a context item of one PFN forward pass
 
 
 def _params(profile: str):
@@ -115,6 +120,7 @@ def _estimate(query, p, *, pwf: bool, seed: int | None, data_dir, pwf_steps: int
     return result
 
 
+@run_cli(as_json=True)
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m assets.pfn_causal.cli", description=__doc__.split("\n\n")[0])
     parser.add_argument("--csv", required=True, help="observational rows: covariate columns and the outcome")
@@ -127,16 +133,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None, help="which pretrained seed (default: the first)")
     parser.add_argument("--data-dir", default=None)
     args = parser.parse_args(argv)
+    if args.pwf_steps is not None:
+        check_range("--pwf-steps", args.pwf_steps, 1)
     try:
-        frame = pd.read_csv(args.csv)
+        parse_do(args.do, args.values)
+    except BadInput as err:
+        raise InputError(f"--do {args.do!r}: {err}") from None
+    frame = read_frame(args.csv, required=(args.outcome,), max_rows=MAX_ROWS)
+    try:
         out = answer(frame, args.outcome, args.do, args.values, pwf=args.pwf, profile=args.profile,
                      seed=args.seed, data_dir=args.data_dir, pwf_steps=args.pwf_steps)
     except BadInput as err:
-        print(json.dumps({"error": str(err)}), file=sys.stderr)
-        return 2
-    except (FileNotFoundError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
-        print(json.dumps({"error": str(err)}), file=sys.stderr)
-        return 2
+        raise InputError(f"{args.csv}: {err}") from None
+    except FileNotFoundError as err:
+        raise InputError(str(err)) from None
     print(json.dumps(out, indent=1, sort_keys=True))
     return 0
 

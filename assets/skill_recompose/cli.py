@@ -8,7 +8,9 @@ per keyframe). `q.json` is the query: {"instruction", "scene", "plan": [[verb, [
 Prints JSON: D_dyn and D_cov (demo ids), coverage, the recomposed 7-D actions (Variant A) and a skill-augmented
 prompt for your own LLM (instruction, skill sequence, aligned actions per context demo, then the query).
 Bad input (an unknown verb or object, keyframes out of range, an empty library, k_sim + k_cov larger than the
-library, a plan naming objects not in the scene) stops with a clear message.
+library, a plan naming objects not in the scene; a missing, empty, non-UTF-8 or non-JSON file, a demo without a
+field, NaN, duplicated keys; weights outside their range) exits with status 2 and one stderr line naming the file
+or parameter. Parameters are checked before any file is read.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import sys
 
 import numpy as np
 
+from assets.common.inputs import InputError, check_range, read_json, read_jsonl, run_cli
 from assets.skill_recompose import method as M
 from assets.skill_recompose import runs, sim
 from assets.skill_recompose.tasks import OBJECT_TYPES
@@ -92,6 +95,28 @@ def run(demos: list[dict], query: dict, hp: M.HParams) -> dict:
             "prompt": prompt(query["instruction"], context, plan_skills, query["scene"])}
 
 
+DEMO_FIELDS = ("id", "instruction", "scene", "keyframes", "skills")
+QUERY_FIELDS = ("instruction", "scene", "plan")
+
+
+def _fields(record, fields, where: str) -> None:
+    if not isinstance(record, dict):
+        raise InputError(f"{where}: a JSON object is needed, got {type(record).__name__}")
+    missing = [f for f in fields if f not in record]
+    if missing:
+        raise InputError(f"{where}: missing field(s) {', '.join(missing)}")
+
+
+def read_inputs(demos_path: str, query_path: str) -> tuple[list[dict], dict]:
+    demos = read_jsonl(demos_path)
+    for i, d in enumerate(demos):
+        _fields(d, DEMO_FIELDS, f"{demos_path}: demo {i}")
+    query = read_json(query_path)
+    _fields(query, QUERY_FIELDS, str(query_path))
+    return demos, query
+
+
+@run_cli
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m assets.skill_recompose.cli", description=__doc__.split("\n\n")[0])
     parser.add_argument("--demos", required=True, help="JSONL library of skill-labelled demos")
@@ -103,14 +128,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--k-sim", type=int, default=4)
     parser.add_argument("--k-cov", type=int, default=4)
     args = parser.parse_args(argv)
+    for name in ("alpha", "lam"):
+        check_range(f"--{name}", getattr(args, name), 0, 1)
+    for name in ("beta", "gamma", "k_sim", "k_cov"):
+        check_range(f"--{name.replace('_', '-')}", getattr(args, name), 0)
+    if args.k_sim + args.k_cov < 1:
+        raise InputError("--k-sim + --k-cov must be ≥ 1 (the demo budget)")
+    demos, query = read_inputs(args.demos, args.query)
     try:
-        with open(args.demos, encoding="utf-8") as fh:
-            demos = [json.loads(line) for line in fh if line.strip()]
-        with open(args.query, encoding="utf-8") as fh:
-            query = json.load(fh)
         out = run(demos, query, M.HParams(args.alpha, args.lam, args.beta, args.gamma, args.k_sim, args.k_cov))
-    except (M.PlanError, sim.ActionError, sim.SceneError, KeyError, json.JSONDecodeError) as err:
-        raise SystemExit(f"error: {err}") from None
+    except (M.PlanError, sim.ActionError, sim.SceneError, KeyError, TypeError, ValueError) as err:
+        raise InputError(f"{args.demos} / {args.query}: {err}") from None
     sys.stdout.write(json.dumps(out, indent=1) + "\n")
     return 0
 

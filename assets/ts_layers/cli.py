@@ -17,13 +17,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from assets.common.inputs import InputError, check_range, read_frame, run_cli
 from assets.ts_layers import data as D
 from assets.ts_layers import method as M
 from assets.ts_layers import runs as R
@@ -32,29 +32,26 @@ from assets.ts_layers.params import TSLayersParams
 SLUG = "ts_layers"
 
 
-class BadInput(ValueError):
+class BadInput(InputError, ValueError):
     """The user's series cannot be used (the message says why)."""
 
 
 def read_series(csv: str, column: str, p: TSLayersParams) -> np.ndarray:
     """The column as float64, checked: present, numeric, finite, not constant, long enough for
     ≥ 10 test windows and at least one training window."""
-    try:
-        frame = pd.read_csv(csv)
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
-        raise BadInput(f"cannot read {csv}: {err}") from err
-    if column not in frame.columns:
-        raise BadInput(f"column {column!r} not in the CSV (columns: {list(frame.columns)})")
+    frame = read_frame(csv, required=(column,))       # missing, empty, not UTF-8, header only, …
     values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
-    bad = int((~np.isfinite(values)).sum())
-    if bad:
-        raise BadInput(f"column {column!r} has {bad} NaN/inf or non-numeric values")
+    bad = np.flatnonzero(~np.isfinite(values))
+    if len(bad):
+        raise BadInput(f"{csv}: column {column!r} has {len(bad)} NaN/inf or non-numeric values (first at row "
+                       f"{int(bad[0])}: {frame[column].iloc[bad[0]]!r})")
     if values.std() == 0:
-        raise BadInput(f"column {column!r} is constant")
+        raise BadInput(f"{csv}: column {column!r} is constant")
     starts = D.window_starts(len(values), p.lookback, p.horizon, p.patch, p.split, 10 ** 9)
     if len(starts["test"]) < 10 or len(starts["train"]) < 1:
-        raise BadInput(f"{len(values)} points give {len(starts['train'])} training and {len(starts['test'])} test "
-                       f"windows (need ≥ 1 and ≥ 10: look-back {p.lookback}, horizon {p.horizon}, 70/10/20 split)")
+        raise BadInput(f"{csv}: {len(values)} points give {len(starts['train'])} training and "
+                       f"{len(starts['test'])} test windows (need ≥ 1 and ≥ 10: look-back {p.lookback}, "
+                       f"horizon {p.horizon}, 70/10/20 split)")
     return values
 
 
@@ -110,6 +107,7 @@ def prune(values: np.ndarray, p: TSLayersParams, checkpoint: Path, depth: int, t
             "pruned_checkpoint": str(out) if out is not None else None}
 
 
+@run_cli(as_json=True)
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m assets.ts_layers.cli")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -124,26 +122,27 @@ def main(argv: list[str] | None = None) -> int:
     cmd.add_argument("--data-dir", default=None)
     cmd.add_argument("--out", default=None)
     args = parser.parse_args(argv)
+    if args.tau is not None:
+        check_range("--tau", args.tau, 0, 1, lo_open=True)
+    if args.steps is not None:
+        check_range("--steps", args.steps, 0)
     try:
         p = _params(args.profile)
-        tau = p.importance.tau if args.tau is None else args.tau
-        if not 0 < tau <= 1:
-            raise BadInput(f"--tau must be in (0, 1], got {tau}")
-        depth = max(p.depths) if args.depth is None else args.depth
-        if depth not in p.depths:
-            raise BadInput(f"--depth {depth} was not trained at the {args.profile} profile (depths {list(p.depths)})")
-        seed = min(p.seeds) if args.seed is None else args.seed
-        values = read_series(args.csv, args.column, p)
-        from resources.artifacts import data_root
+    except (KeyError, ValueError) as err:
+        raise InputError(f"--profile {args.profile!r}: {err}") from None
+    tau = p.importance.tau if args.tau is None else args.tau
+    depth = max(p.depths) if args.depth is None else args.depth
+    if depth not in p.depths:
+        raise BadInput(f"--depth {depth} was not trained at the {args.profile} profile (depths {list(p.depths)})")
+    seed = min(p.seeds) if args.seed is None else args.seed
+    values = read_series(args.csv, args.column, p)
+    from resources.artifacts import data_root
 
-        root = Path(args.data_dir) if args.data_dir else data_root()
-        checkpoint = root / SLUG / "checkpoints" / f"tsfm_L{depth}_seed{seed}.pt"
-        if not checkpoint.exists():
-            raise BadInput(f"no pretrained checkpoint {checkpoint}: materialize ts_layers at --profile "
-                           f"{args.profile} first (python -m jobs.run ts_layers --profile {args.profile})")
-    except BadInput as err:
-        print(json.dumps({"error": str(err)}), file=sys.stderr)
-        return 2
+    root = Path(args.data_dir) if args.data_dir else data_root()
+    checkpoint = root / SLUG / "checkpoints" / f"tsfm_L{depth}_seed{seed}.pt"
+    if not checkpoint.exists():
+        raise BadInput(f"no pretrained checkpoint {checkpoint}: materialize ts_layers at --profile "
+                       f"{args.profile} first (python -m jobs.run ts_layers --profile {args.profile})")
     out = Path(args.out) if args.out else None
     result = prune(values, p, checkpoint, depth, tau, p.realign.steps if args.steps is None else args.steps, out, seed)
     print(json.dumps(result, indent=1))

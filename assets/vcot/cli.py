@@ -12,7 +12,8 @@ masked (the prompt) and holes ([{hole_id, block_id, kind, gold}]). `score` reads
 JSONL, one object per task: {"task_id": ..., "completion": {"h0": text, ...}} (or the hole ids at
 the top level), and writes SynAcc / SemAcc / Acc / Verified per task plus a summary. Bad input
 (parse errors with line:col, unknown names, assume / admit, a program that does not verify,
-rlimit exhaustion, unknown task or hole ids) exits with status 2 and a one-line reason.
+rlimit exhaustion, unknown task or hole ids; a missing, empty, binary or non-UTF-8 file; a JSONL
+with no records; --rlimit < 1) exits with status 2 and a one-line reason naming the file.
 """
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ import json
 import sys
 from pathlib import Path
 
+from assets.common import inputs as I
+from assets.common.inputs import InputError, check_range, read_text, run_cli
 from assets.vcot import bench, judge, lift, vc
 from assets.vcot import lang as L
 
@@ -28,12 +31,12 @@ DEFAULT_RLIMIT = 200_000       # per query; the corpus's largest query needs ≈
 DEFAULT_TRIVIAL = 1_200      # ≈ the median corpus query (solver_budget's triviality budget)
 
 
-class CliError(RuntimeError):
+class CliError(InputError, RuntimeError):
     """Bad user input: reported as one line, exit status 2."""
 
 
 def load_program(path: str | Path) -> tuple[str, L.Program]:
-    text = Path(path).read_text()
+    text = read_text(path)
     try:
         program = L.parse(text)
     except L.MiniVerusError as err:
@@ -89,13 +92,10 @@ def cmd_mask(args: argparse.Namespace) -> dict:
 
 
 def read_jsonl(path: str | Path) -> list[dict]:
-    rows = []
-    for k, line in enumerate(Path(path).read_text().splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as err:
-                raise CliError(f"{path}:{k}: not JSON ({err.msg})") from None
+    rows = I.read_jsonl(path)        # missing / empty / not UTF-8 / line N column C / no records
+    for k, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise CliError(f"{path}: record {k + 1}: a JSON object is needed, got {type(row).__name__}")
     return rows
 
 
@@ -155,13 +155,16 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
+@run_cli
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    for name in ("rlimit", "trivial_rlimit"):
+        if hasattr(args, name):
+            check_range(f"--{name.replace('_', '-')}", getattr(args, name), 1)
     try:
         summary = {"lift": cmd_lift, "mask": cmd_mask, "score": cmd_score}[args.command](args)
-    except (CliError, bench.TaskError, L.MiniVerusError, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    except (bench.TaskError, L.MiniVerusError, OSError) as err:
+        raise InputError(str(err)) from None
     print(json.dumps(summary, sort_keys=True), file=sys.stderr)
     return 0
 

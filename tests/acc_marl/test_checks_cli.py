@@ -99,6 +99,24 @@ def test_eval_gate_names_missing_cells_and_fake_successes(params):
     assert "expected" in checks.eval_valid(table.iloc[1:], params).problems[0]
 
 
+def test_eval_gate_reports_the_trained_minus_random_gap():
+    """The premise of claims 1–4, reported by the eval gate per layout (not blocking)."""
+    rows = []
+    for name, lift in (("buttons2", 0.0), ("rooms2", 0.3)):
+        for s, jit in zip(range(3), (0.0, 0.02, -0.02)):
+            for v, base in (("pbrs", 0.4 + lift + jit), ("random", 0.4)):
+                for e in range(100):
+                    ok = e < round(100 * base)
+                    rows.append({"layout": name, "variant": v, "seed": s, "sampler": "RAD", "split": "in",
+                                 "assignment": "random", "episode": e, "success": ok, "length": 5,
+                                 "all_accept": ok, "any_reject": False})
+    found = checks.eval_valid(pd.DataFrame(rows))
+    assert found.passed
+    gaps = found.metadata["trained_minus_random"]
+    assert "NOT above random" in gaps["buttons2"] and "beats random" in gaps["rooms2"]
+    assert "+0.3" in gaps["rooms2"] and gaps["rooms2"] in found.ok
+
+
 def write(tmp_path, name, obj):
     path = tmp_path / name
     path.write_text(obj if isinstance(obj, str) else json.dumps(obj))

@@ -79,6 +79,43 @@ def test_training_is_deterministic_and_logs_finite(small):
     assert "gru_in.weight" in gru["state"]
 
 
+def test_bf16_autocast_is_the_fp32_network_to_bfloat16_rounding(small):
+    """precision="bf16" runs the same network: logits and values within bf16 rounding of fp32
+    (the policy head's logits are ≈ 0.01 at init, values ≈ 1), a different precision is refused,
+    and bf16 training is deterministic with a finite log and fp32 weights."""
+    torch.manual_seed(0)
+    lay = L.parse(L.ROOMS_2)
+    net = M.build(torch, lay.n_channels, *lay.shape, lay.n_agents)
+    enc = ppo.Encoded(torch, small["graphs"], small["arrays"].n_states)
+    env = TeamEnv(lay, small["arrays"], 8, 20, 0.99, np.random.default_rng(1),
+                  sample_ids=lambda r, e, n: small["roots"][r.integers(len(small["roots"]), size=(e, n))])
+    env.reset()
+    for _ in range(5):
+        env.step(np.random.default_rng(2).integers(0, 5, size=(8, 2)))
+    obs = env.observe()
+    grid, agent, feats = ppo._policy_inputs(torch, obs, obs["dfa"], enc, net)
+    with torch.no_grad():
+        lo, vo = net(grid, agent, feats)
+        with ppo.autocast(torch, "cpu", "bf16"):
+            lb, vb = net(grid, agent, feats)
+        with ppo.autocast(torch, "cpu", "fp32"):
+            lf, vf = net(grid, agent, feats)
+    assert lb.dtype == torch.bfloat16 and lf.dtype == torch.float32
+    torch.testing.assert_close(lf, lo, atol=0, rtol=0)                     # fp32: no autocast at all
+    scale = float(vo.abs().max())
+    assert 0 < float((vb.float() - vo).abs().max()) <= 0.05 * scale
+    assert float((lb.float() - lo).abs().max()) <= 0.05 * float(lo.abs().max())
+    with pytest.raises(ValueError, match="precision"):
+        ppo.PPOConfig(precision="fp16")
+    cfg = ppo.PPOConfig(total_steps=64, n_envs=4, n_steps=16, epochs=1, minibatches=2, max_len=20, precision="bf16")
+    for variant in ("pbrs", "gru"):
+        a, b = (ppo.train(lay, small["arrays"], small["graphs"], small["roots"], cfg, variant, 3) for _ in range(2))
+        for k, v in a["state"].items():
+            assert v.dtype in (torch.float32, torch.int64), k
+            torch.testing.assert_close(v, b["state"][k], atol=0, rtol=0)
+        assert np.isfinite(pd.DataFrame(a["log"])[["entropy", "value_loss", "policy_loss"]].to_numpy()).all()
+
+
 def test_value_assignment_is_the_argmax_of_the_team_value(small):
     torch.manual_seed(1)
     lay = L.parse(L.ROOMS_2)

@@ -69,6 +69,17 @@ def test_untrained_policy_fails_the_premise_and_claims_1_to_4_are_inconclusive()
     assert "premise" in c.judgement.reason and "FAILED" in c.premise
 
 
+def test_a_gap_claim_whose_arm_was_not_trained_is_not_evaluated():
+    """The cpu profile trains ACC-MARL only: claims 1–2 are inconclusive (not evaluated, their
+    premise 'both arms trained' failed), claims 3–5 are still judged."""
+    ev = evals()
+    ev = ev[~ev["variant"].isin(["no_pbrs", "gru"])]
+    out = {c.claim_id: c for c in B.claims(ev, study(90), traces(0.8, 0.95), None, LAYOUTS, SEEDS)}
+    for cid, arm in (("pbrs_beats_sparse", "no_pbrs"), ("progression_beats_gru", "gru")):
+        assert out[cid].verdict == INCONCLUSIVE and arm in out[cid].measured_value, cid
+    assert {out[c].verdict for c in ("value_assignment", "ood_graceful", "hold_the_door")} == {HOLDS}
+
+
 def test_gap_claims_refuted_when_the_gap_is_small():
     v = verdicts(evals(no_pbrs=0.78, gru=0.79))
     assert v["pbrs_beats_sparse"] == REFUTED and v["progression_beats_gru"] == REFUTED

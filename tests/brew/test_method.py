@@ -54,7 +54,8 @@ def test_hard_threshold_is_the_largest_bonferroni_safe_tau(n, alpha, S):
 def test_bonferroni_over_shifts(code):
     """A p-value of 0.002 at every shift passes alone (S=0) and after ×9 (S=4) but not ×17 (S=8)."""
     statistics = {"shift": np.arange(-8, 9), "message": np.zeros(17, dtype=int), "p_value": np.full(17, 0.002),
-                  "disagreements": np.zeros(17, dtype=int)}
+                  "disagreements": np.zeros(17, dtype=int), "contradictions": np.zeros(17, dtype=int),
+                  "unobserved": np.zeros(17, dtype=int)}
     config = M.BrewConfig(alpha=0.02)
     assert M.brew_decide(statistics, code, config, max_shift=0)["accepted"]
     assert M.brew_decide(statistics, code, config, max_shift=4)["accepted"]       # 9 × 0.002 = 0.018
@@ -105,11 +106,25 @@ def test_global_window_shift_recovers_a_misaligned_text(green, code):
 
 
 def test_anchors_and_window_count():
-    assert M.anchor_bounds(496, 31).tolist() == list(range(0, 497, 16))          # unchanged length: grid jL
-    stretched = M.anchor_bounds(521, 31)
-    assert stretched[0] == 0 and stretched[-1] == 521 and (np.diff(stretched) >= 16).all()
-    assert [M.window_count(t, 16, 31) for t in (496, 521, 471, 992, 100)] == [31, 31, 31, 62, 31]
+    assert M.anchor_bounds(496, 496, 16).tolist() == list(range(0, 497, 16))     # unchanged length: grid jL
+    assert M.anchor_bounds(520, 520, 16).tolist() == list(range(0, 513, 16)) + [520]   # partial last block
+    stretched = M.anchor_bounds(521, 496, 16)                                     # a 496-token original, stretched
+    assert len(stretched) == 32 and stretched[0] == 0 and stretched[-1] == 521 and (np.diff(stretched) >= 16).all()
+    assert [M.window_count(t, 16) for t in (496, 521, 471, 992, 100)] == [31, 33, 30, 62, 7]
     assert M.shift_order(2) == [0, -1, 1, -2, 2]
+    # the received length first, then whole cycles within ±25 % net edits, nearest first
+    assert M.length_hypotheses(521, 31, 16, 0.25).tolist() == [521, 496]
+    assert M.length_hypotheses(496, 31, 16, 0.25).tolist() == [496]
+    assert M.length_hypotheses(700, 31, 16, 0.25).tolist() == [700]
+    assert M.length_hypotheses(560, 31, 16, 0.25).tolist() == [560, 496]
+    assert M.length_hypotheses(744, 31, 16, 0.5).tolist() == [744, 496, 992, 1488]   # |T0 - T'| <= 0.5 T0
+
+
+def test_payload_radius_shrinks_with_unwritten_blocks(code):
+    """t = 2 for BCH(15, 7): up to 2 contradicting W blocks with every block observed, 1 with 2
+    unobserved, 0 with 4, and no identifiable message beyond 2t unobserved blocks."""
+    assert [M.payload_radius(code, u) for u in range(7)] == [2, 1, 1, 0, 0, -1, -1]
+    assert M.payload_consistent(np.array([0, 2, 3]), np.array([0, 0, 0]), code).tolist() == [True, True, False]
 
 
 def test_window_shifting_keeps_anchors_when_nothing_distinguishes_blocks():
@@ -117,7 +132,7 @@ def test_window_shifting_keeps_anchors_when_nothing_distinguishes_blocks():
     keep every shift at 0."""
     rng = np.random.default_rng(3)
     signed = np.where(np.arange(240) % 2 == 0, rng.choice([-1.0, 1.0], 240), 0.0)
-    anchors = M.anchor_bounds(240, 15)
+    anchors = M.anchor_bounds(240, 240, 16)
     assert (M.resync_windows(signed, np.ones(15), anchors, 4) == anchors).all()
     assert (M.resync_windows(signed, -np.ones(15), anchors, 0) == anchors).all()
 
@@ -148,7 +163,7 @@ def test_per_block_resync_follows_known_insertions(green, code):
     truth = np.array([where[j * 16] for j in range(code.n)] + [len(received) - 1])   # block starts (received)
     scored = M.score_text(received, green)
     config = M.BrewConfig(block_length=16, min_tokens=32)
-    anchors = M.anchor_bounds(scored.length, code.n)
+    anchors = M.anchor_bounds(scored.length, code.n * 16, 16)
     differ = [j for j in range(1, code.n) if codeword[j - 1] != codeword[j]]
     assert max(abs(anchors[j] - truth[j]) for j in differ) >= 3          # anchoring alone is off
     stats = M.brew_resync_statistics(scored, code, config, max_shift=4)

@@ -43,7 +43,8 @@ def test_params_at_every_profile_and_bad_alpha():
     for profile in ("smoke", "cpu", "gpu"):
         p = typed(profile)
         assert p.model.n_layers >= 2 and p.alpha == 0.05
-    assert typed("cpu").continuation_steps == 225 and typed("cpu").train.sft_steps == 300
+    assert typed("cpu").continuation_steps == 300 and typed("cpu").train.sft_steps == 400      # issue 48's counts
+    assert typed("cpu").self_play.renormalise and not typed(self_play={"renormalise": False}).self_play.renormalise
     assert typed("gpu").continuation_steps == 900 and typed("gpu").train.sft_steps == 1500
     with pytest.raises(ParamsError, match="alpha"):
         typed(alpha=1.5)

@@ -47,4 +47,4 @@ def test_bad_input_is_a_clear_error(fitted, capsys):
     assert "alpha" in capsys.readouterr().err
     table.head(0).to_csv(root / "empty.csv", index=False)
     assert cli.main(["score", "--csv", str(root / "empty.csv"), "--model", str(root / "model")]) == 2
-    assert "empty" in capsys.readouterr().err
+    assert "empty.csv: header only, no data rows" in capsys.readouterr().err

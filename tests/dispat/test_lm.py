@@ -51,6 +51,38 @@ def test_constrained_decoding_always_parses(name):
     assert enc.value_mask.sum() > 0 and (enc.span[~enc.value_mask] == -1).all()
 
 
+@pytest.mark.parametrize("name", ["synthetic_transactions", "fair", "breast_cancer"])
+def test_replayed_allowed_sets_are_the_decoders_and_admit_every_data_row(name):
+    """SchemaConstraint.replay along sampled rows gives exactly the sets the decoder masked with, and
+    every token of a train row (any column order) is in its set, so the renormalised log q is finite."""
+    from assets.common.tiny_lm.sampling import generate
+
+    _, train, vocab, model, schema = _cell(name)
+    rows, neg = L.TokenRows(train, vocab), negatives(train, schema)
+    orders = S.permutations(16, len(schema.names), np.random.default_rng(5))
+    hook = L.SchemaConstraint(vocab, rows, orders, neg)
+    seen = []
+
+    def recording(logits, generated):
+        out = hook(logits, generated)
+        seen.append(torch.isfinite(out))
+        return out
+
+    prompt = torch.full((16, 1), vocab.bos, dtype=torch.long)
+    out = generate(model, prompt, torch.ones_like(prompt, dtype=torch.bool), 95, eos=vocab.eos, pad=vocab.pad,
+                   generator=torch.Generator().manual_seed(0), logits_hook=recording, stop_when_done=True)
+    tokens = out.tokens.numpy()
+    replay = L.SchemaConstraint(vocab, rows, orders[:0], neg).replay(tokens)
+    mask = out.mask[:, 1:]
+    for j, allowed in enumerate(seen):
+        live = mask[:, j]
+        assert torch.equal(replay[live, j], allowed[live])
+    data = rows.batch(np.random.default_rng(6), 64)
+    sets = L.SchemaConstraint(vocab, rows, orders[:0], neg).replay(data.tokens)
+    hit = sets.gather(-1, torch.from_numpy(data.tokens)[:, 1:, None]).squeeze(-1)
+    assert hit[torch.from_numpy(data.mask[:, 1:])].all()
+
+
 def test_greedy_decoding_is_the_same_with_and_without_the_kv_cache():
     _, train, vocab, model, schema = _cell("synthetic_transactions")
     rows = L.TokenRows(train, vocab)
@@ -103,6 +135,14 @@ def test_sft_learns_and_a_self_play_round_runs():
         rng=np.random.default_rng(4), val_seed=0)
     assert [r["round"] for r in records] == [0, 1] and len(generated) == 1 and len(generated[0]) == 16
     assert all(np.isfinite(r["divergence"]) for r in records)
+    assert all(r["log_p_allowed_before"] <= 0 and np.isfinite(r["log_p_allowed_after"]) for r in records)
+    # the unconstrained ablation runs the same rounds with another objective
+    _, old, _ = L.self_play(
+        model, tr, val, vocab, L.encode_sampled(ids, vocab), f="js", beta=0.1, gamma=0.1, rounds=1, steps=3,
+        batch=8, n_gen=16, o=L.Optim(5e-4, 1, 0.7, 0.01), max_val_rise=0.02, negatives=negatives(train, schema),
+        rng=np.random.default_rng(4), val_seed=0, renormalise=False)
+    assert old[0]["log_p_allowed_before"] == records[0]["log_p_allowed_before"]
+    assert old[0]["divergence"] != records[0]["divergence"]
     # a rejected round keeps θt: with max_val_rise = −1 every round is rejected
     same, recs, _ = L.self_play(model, tr, val, vocab, L.encode_sampled(ids, vocab), f="kl", beta=0.1, gamma=0.1,
                                 rounds=1, steps=2, batch=8, n_gen=8, o=L.Optim(5e-4, 1, 0.7, 0.01),

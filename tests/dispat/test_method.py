@@ -101,6 +101,75 @@ def test_self_play_fixed_point_is_the_data():
     assert torch.allclose(g_js, 0.05 * g_mle, atol=1e-12)
 
 
+# f*(f′(e^u)) has slope f″(1) at u = 0: KL 1, JS 1/2, χ² 2
+SLOPE = {"kl": 1.0, "js": 0.5, "chi2": 2.0}
+ALLOWED = torch.tensor([True, False, True, True, False, False])       # the constrained decoder's set
+LOGITS = torch.tensor([0.3, 1.2, -0.4, 0.1, 0.8, -1.0], dtype=torch.float64)
+
+
+def _sample_term_grad(f: str, beta: float, renormalised: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Exact ∇θ E_{x∼q_θt}[f*(f′(r_θ(x)))] at θ = θt for a 6-outcome categorical policy whose samples
+    come from the masked, renormalised distribution q_θt (the schema-constrained sampler); the score in
+    r is log p (unconstrained) or log q (method.allowed_logprobs). Returns (grad, p, q)."""
+    theta = LOGITS.clone().requires_grad_(True)
+    targets = torch.arange(6)
+    mask = ALLOWED.expand(6, 6)
+
+    def score(logits):
+        log_p = torch.log_softmax(logits, 0)
+        if not renormalised:
+            return log_p
+        q, _ = M.allowed_logprobs(log_p.expand(6, 6), targets, mask)
+        return q
+
+    p = torch.softmax(LOGITS, 0)
+    q = torch.where(ALLOWED, p, 0.0) / p[ALLOWED].sum()
+    u = beta * (score(theta) - score(LOGITS).detach())
+    term = M.f_conjugate_of_prime_log(f, u)
+    (grad,) = torch.autograd.grad((q * torch.where(ALLOWED, term, 0.0)).sum(), theta)
+    return grad, p, q
+
+
+@pytest.mark.parametrize("f", M.F_NAMES)
+def test_constrained_samples_with_an_unconstrained_score_bias_the_sample_term(f):
+    """Samples from q = p·1_A / P(A), score log p: E_q[∇ log p_θ] = ∇ log P_θ(A) = q − p (softmax
+    logits), so the sample term's gradient at θ = θt is f″(1)·β·(q − p), not 0; descending it lowers
+    P(A) — mass leaves the valid tokens. Renormalised over A (score log q) it is exactly 0."""
+    beta = 0.1
+    grad, p, q = _sample_term_grad(f, beta, renormalised=False)
+    expected = SLOPE[f] * beta * (q - p)                    # closed form of f″(1) β ∇log P(A)
+    assert torch.allclose(grad, expected, atol=1e-12)
+    assert expected.abs().max() > 1e-2
+    mass = p[ALLOWED].sum()
+    step = LOGITS - 1.0 * grad                              # one gradient-descent step on the sample term
+    assert torch.softmax(step, 0)[ALLOWED].sum() < mass     # lowers P(allowed)
+    grad_renorm, _, _ = _sample_term_grad(f, beta, renormalised=True)
+    assert grad_renorm.abs().max() < 1e-12
+
+
+def test_the_data_term_offsets_the_bias_only_on_the_same_contexts():
+    """With data = q on the allowed set (one context), the unconstrained data term's gradient is
+    −f″(1)·β·∇log P(A): it cancels the sample term's bias exactly. In a sequence the two terms see
+    different prefixes (data rows vs the model's samples), so what is left is f″(1)·β·(E_gen − E_data)
+    [∇ log P(A | prefix)]: zero only when the sampled prefixes match the data's."""
+    beta = 0.1
+    grad, p, q = _sample_term_grad("js", beta, renormalised=False)
+    theta = LOGITS.clone().requires_grad_(True)
+    u = beta * (torch.log_softmax(theta, 0) - torch.log_softmax(LOGITS, 0))
+    (g_data,) = torch.autograd.grad(-(q * M.f_prime_log("js", u)).sum(), theta)
+    assert torch.allclose(g_data, -grad, atol=1e-12)
+
+
+def test_allowed_logprobs_renormalise_and_always_allow_the_target():
+    log_p = torch.log_softmax(LOGITS, 0)
+    q, mass = M.allowed_logprobs(log_p[None], torch.tensor([2]), ALLOWED[None])
+    p = torch.softmax(LOGITS, 0)
+    assert torch.allclose(mass, torch.log(p[ALLOWED].sum())[None], atol=1e-12)
+    assert torch.allclose(q, torch.log(p[2] / p[ALLOWED].sum())[None], atol=1e-12)
+    q1, mass1 = M.allowed_logprobs(log_p[None], torch.tensor([1]), ALLOWED[None])   # 1 ∉ A: counted as allowed
+    assert torch.isfinite(q1).all() and torch.allclose(mass1, torch.log(p[[0, 1, 2, 3]].sum())[None], atol=1e-12)
+
+
 def test_calibrated_threshold_gives_round_alpha_n_false_positives():
     rng = np.random.default_rng(0)
     for n in (20, 46, 300):

@@ -105,3 +105,23 @@ def test_f_variants_drop_cells_where_a_variant_kept_nothing():
     assert row.kind == "observation" and "fair" not in row.measured_value and "breast_cancer/0" in row.measured_value
     none = judge(th, rounds=rounds.assign(accepted=False))["f_variants"]
     assert "no cell where every f kept" in none.measured_value
+
+
+def test_a_cell_without_a_kept_round_makes_the_claims_inconclusive_by_premise():
+    """Issue 48: where every self-play round was rejected θ_T = θ0, so the pooled claims (and that cell's
+    FPR) are inconclusive whatever the interval says; a refuting kept cell still refutes the FPR claim."""
+    al = alignment(kept=(1, 1, 1)).assign(rounds_accepted=lambda a: np.where(
+        (a.dataset == "fair") & (a.seed == 1), 0, a.rounds_accepted))
+    got = judge(thresholds(GOOD), al)
+    for k in ("beats_matched", "beats_non_llm", "calibrated_fpr"):
+        assert got[k].verdict == "inconclusive", k
+        assert "8 of 9 cells; none kept on fair/1" in got[k].premise and "FAILED" in got[k].premise, k
+    assert got["alignment"].verdict == "holds"                            # counts the 8 kept cells only
+    kept = judge(thresholds(GOOD))
+    assert "9 of 9 cells" in kept["beats_matched"].premise and "FAILED" not in kept["beats_matched"].premise
+    low_kept = judge(thresholds(GOOD, fpr=lambda d, s: 0.013 if (d, s) == ("breast_cancer", 0) else 0.05), al)
+    assert low_kept["calibrated_fpr"].verdict == "refuted"
+    low_unkept = judge(thresholds(GOOD, fpr=lambda d, s: 0.013 if (d, s) == ("fair", 1) else 0.05), al)
+    assert low_unkept["calibrated_fpr"].verdict == "inconclusive"
+    lose = judge(thresholds({**GOOD, "copod": 0.95}), al)                # would refute: the premise decides first
+    assert lose["beats_non_llm"].verdict == "inconclusive"

@@ -5,8 +5,6 @@ import json
 import subprocess
 import sys
 
-import pytest
-
 from assets.hir import cli
 from assets.hir.constraints import judge, parse_criteria
 
@@ -36,12 +34,20 @@ def test_relabel_rows(tmp_path):
     assert got[2]["dense"] == 0.0 and "replay" not in got[2]                                   # nothing to keep
 
 
-def test_bad_rows_stop_with_their_line_number(tmp_path):
+def test_bad_rows_stop_with_their_line_number(tmp_path, capsys):
     src = tmp_path / "bad.jsonl"
     src.write_text(json.dumps({"question": "q", "criteria": ["include_word:a", "exclude_word:a"], "q_type": "type1",
                                "response": "a"}) + "\n")
-    with pytest.raises(SystemExit, match="line 1: conflicting"):
-        cli.main(["relabel", "--jsonl", str(src)])
-    src.write_text(json.dumps({"question": "q", "criteria": ["no_commas"], "q_type": "type9", "response": "a"}) + "\n")
-    with pytest.raises(SystemExit, match="unknown template"):
-        cli.main(["relabel", "--jsonl", str(src)])
+    assert cli.main(["relabel", "--jsonl", str(src)]) == 2
+    assert f"{src}: line 1: conflicting" in capsys.readouterr().err
+    src.write_text("\n" + json.dumps({"question": "q", "criteria": ["no_commas"], "q_type": "type9", "response": "a"}))
+    assert cli.main(["relabel", "--jsonl", str(src)]) == 2
+    assert "line 2: " in (err := capsys.readouterr().err) and "unknown template" in err
+
+
+def test_an_empty_jsonl_is_refused_not_0_rows(tmp_path, capsys):
+    src = tmp_path / "empty.jsonl"
+    src.write_text("\n\n")
+    assert cli.main(["relabel", "--jsonl", str(src)]) == 2
+    err = capsys.readouterr().err
+    assert "empty" in err and "0 rows" not in err

@@ -33,7 +33,16 @@ def test_annotate_refuses_empty_meshes_and_bad_focal(tmp_path, capsys):
     good = tmp_path / "box.ply"
     trimesh.creation.box().export(good)
     assert cli.main(["annotate", "--mesh", str(good), "--out", str(tmp_path / "o"), "--focal", "-1"]) == 2
-    assert "focal length" in capsys.readouterr().err
+    assert "--focal=-1.0: must be > 0" in capsys.readouterr().err
+
+
+def test_annotate_refuses_an_unknown_mesh_format_naming_the_supported_ones(tmp_path, capsys):
+    cloud = tmp_path / "points.xyz"                 # trimesh reads it as a point cloud (was a NotImplementedError)
+    cloud.write_text("0 0 0\n1 0 0\n0 1 0\n")
+    assert cli.main(["annotate", "--mesh", str(cloud), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{cloud}: unknown mesh format '.xyz'; supported: .obj, .off, .ply, .stl" in err
+    assert not (tmp_path / "o").exists()
 
 
 def test_predict_writes_a_ply_and_refuses_bad_images(run, tmp_path, capsys):

@@ -48,10 +48,10 @@ def test_cli_labels_a_csv_with_provenance_and_summary(tmp_path, capsys):
     ({"conf": 1.5}, [], "'conf' has confidences outside [0, 1] at rows 0, 1"),
     ({"ai": "unicorn"}, [], "'ai' has labels outside the label space"),
     ({"label": np.nan}, [], "'label' has 1500 missing value(s)"),
-    ({}, ["--epsilon", "1.2"], "epsilon must lie in (0, 1)"),
-    ({}, ["--alpha", "0"], "alpha must lie in (0, 1)"),
+    ({}, ["--epsilon", "1.2"], "--epsilon=1.2: must lie in (0, 1)"),
+    ({}, ["--alpha", "0"], "--alpha=0.0: must lie in (0, 1)"),
     ({}, ["--num-draws", "5000"], "num_draws (K) = 5000 is larger than the pool (1500 items)"),
-    ({}, ["--conf-col", "score"], "missing column(s) ['score']"),
+    ({}, ["--conf-col", "score"], "missing column(s) score; header is label, ai, conf, text"),
 ])
 def test_cli_rejects_bad_input_naming_the_problem(tmp_path, capsys, overrides, extra, fragment):
     _csv(tmp_path / "in.csv", **overrides)

@@ -84,3 +84,17 @@ def test_write_record_writes_every_file_small(tmp_path):
     assert (out / "hir" / "fig0.png").stat().st_size < (plots / "fig0.png").stat().st_size
     assert (out / "scorecard.png").exists()
     assert not math.isnan(pd.read_csv(out / "claims.csv")["ci_low"].iloc[0])
+
+
+def test_the_record_scorecard_counts_the_rows_of_claims_csv(tmp_path):
+    """A wall-clock claim (volatile) is neither in claims.csv nor in the record's count, and is named."""
+    timed = judged("speed", "c", "p", "m", verdict(2.0, 1.5, 2.5, margin=1.0), volatile=True).row()
+    claims = pd.concat([_claims(), pd.DataFrame([timed]).assign(paper="hir", profile="cpu", run_id="r1")],
+                       ignore_index=True)
+    out = tmp_path / "results"
+    write_record(out, claims, pd.DataFrame(columns=RUN_COLUMNS), RUNS, tmp_path / "data", "cpu")
+    record = pd.read_csv(out / "claims.csv")
+    counted = record[record["verdict"].isin(["holds", "refuted", "inconclusive"])]
+    text = (out / "SCORECARD.md").read_text()
+    assert "speed" not in set(record["claim_id"]) and len(counted) == 3
+    assert "1 hold · 1 refuted · 1 inconclusive" in text and "hir/speed" in text

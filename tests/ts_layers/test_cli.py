@@ -43,9 +43,9 @@ def test_cli_prunes_and_reports_json(run, tmp_path, capsys, one_torch_thread):
     ("text", [], "NaN/inf or non-numeric"),
     ("constant", [], "is constant"),
     ("short", [], "test windows (need ≥ 1 and ≥ 10"),
-    (None, ["--column", "zzz"], "column 'zzz' not in the CSV"),
-    (None, ["--tau", "1.5"], "--tau must be in (0, 1]"),
-    (None, ["--tau", "0"], "--tau must be in (0, 1]"),
+    (None, ["--column", "zzz"], "missing column(s) zzz"),
+    (None, ["--tau", "1.5"], "--tau=1.5: must lie in (0, 1]"),
+    (None, ["--tau", "0"], "--tau=0.0: must lie in (0, 1]"),
     (None, ["--depth", "3"], "was not trained"),
     (None, [], "no pretrained checkpoint"),
 ])
