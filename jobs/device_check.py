@@ -18,8 +18,9 @@ import time
 import traceback
 from pathlib import Path
 
+from assets.common.device_check import NO_DEVICE
+
 ROOT = Path(__file__).resolve().parents[1]
-NO_DEVICE = 2
 PARITY_MARKS = ("diff", "max_abs", "max_rel", "agreement", "error")
 RATE_MARKS = ("per_s", "seconds")
 

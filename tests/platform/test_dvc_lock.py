@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from resources.versioning import NOT_IN_STAGE
+from resources.versioning import NOT_IN_STAGE, file_md5
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCK = yaml.safe_load((ROOT / "dvc.lock").read_text(encoding="utf-8"))["stages"]
@@ -28,7 +28,7 @@ def dvc_md5(path: Path, skip: tuple[str, ...] = ()) -> str:
     """DVC 3's md5 of a file, or of a directory (".dir" suffix), .dvcignore applied: __pycache__/,
     *.pyc, and the relative paths in `skip` (a paper folder's cli.py, NOT_IN_STAGE)."""
     if path.is_file():
-        return hashlib.md5(path.read_bytes()).hexdigest()
+        return file_md5(path)
     entries = []
     for folder, subfolders, files in os.walk(path):
         subfolders[:] = [d for d in subfolders if d != "__pycache__"]
@@ -36,7 +36,7 @@ def dvc_md5(path: Path, skip: tuple[str, ...] = ()) -> str:
             file = Path(folder) / name
             relpath = file.relative_to(path).as_posix()
             if not name.endswith(".pyc") and relpath not in skip:
-                entries.append({"md5": hashlib.md5(file.read_bytes()).hexdigest(), "relpath": relpath})
+                entries.append({"md5": file_md5(file), "relpath": relpath})
     entries.sort(key=lambda e: tuple(e["relpath"].split("/")))
     return hashlib.md5(json.dumps(entries, sort_keys=True).encode()).hexdigest() + ".dir"
 
