@@ -62,3 +62,18 @@ def finish(report: dict, ok: bool, out: str = "") -> int:
     if out:
         Path(out).write_text(text)
     return 0 if ok else 1
+
+
+def projection(parts: Sequence[tuple[str, float, float]], note: str = "") -> dict:
+    """The projected full gpu-profile time from timed slices.
+
+    parts: (what, measured seconds per unit on the device, units the gpu profile runs), e.g.
+    ("rabel_snf training step", 0.012, 4000 * 3), one per phase that costs time. Returns the report's
+    `projection` entry: {"gpu_profile_s": Σ seconds·units, "parts": [...], "note": note}, where `note`
+    names what the projection leaves out (set-up, evaluation, data generation).
+    """
+    rows = [{"what": what, "seconds_per_unit": float(s), "units": float(u), "seconds": float(s) * float(u)}
+            for what, s, u in parts]
+    if any(r["seconds_per_unit"] < 0 or r["units"] < 0 for r in rows):
+        raise ValueError(f"projection parts must be non-negative: {rows}")
+    return {"gpu_profile_s": round(sum(r["seconds"] for r in rows), 3), "parts": rows, "note": note}
