@@ -111,3 +111,17 @@ def test_throughput_claim_is_a_wall_clock_record_and_the_others_are_not():
     claims = _claims()
     assert list(claims) == list(benchmark.CLAIM_IDS)
     assert [c for c, claim in claims.items() if claim.volatile] == ["v5_compute_control"]
+
+
+def test_pareto_is_not_evaluated_without_a_depth_ladder():
+    """At a profile that trains only VAR-d<claim_depth> (cpu), V6 has nothing to compare: the row
+    says so instead of reading one point as a 'curve' (and the other claims are unchanged)."""
+    q, tp, mem, conv = _frames()
+    params = {"viar": 40, "var": {8: 100}}
+    claims = {c.claim_id: c for c in benchmark.evaluate_claims("digits", q, tp, mem, conv, params, floor=2.0,
+                                                                claim_depth=8, viar_name="VIAR-p1", ladder=[8],
+                                                                schedules=SCHEDULES)}
+    v6 = claims["v6_pareto"]
+    assert v6.kind == "observation" and v6.measured_value.startswith("not evaluated: no VAR depth ladder")
+    assert not benchmark.point_reading(v6)
+    assert claims["v2_quality_parity"].verdict == _claims()["v2_quality_parity"].verdict
