@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-STEPS, TINY_STEPS = 3, 2
+STEPS, TINY_STEPS = 2, 2
 CONTEXT, QUERY = 40, 8            # segments per context, skill steps per query (≤ max_len together)
 VARIANTS = ("icl_labelled", "icl_raw")
 PARITY = "n/a: no device path (icl.train / icl.predict and the MiniLM encoder run on the CPU at every profile)"
