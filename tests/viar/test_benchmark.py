@@ -36,9 +36,9 @@ def _frames(var_fcd=10.0, viar=None, n_bytes=(100, 100, 100), tp=(10.0, 20.0)):
            for n, b in zip((0, 2, 4), n_bytes)]
         + [{"dataset": "digits", "sweep": "viar_grad_iters", "value": m, "saved_bytes": 100 + 40 * m}
            for m in (1, 2, 3)])
-    conv = pd.DataFrame([{"dataset": "digits", "seed": 0, "source": "sampling", "scale": k, "t": t,
-                          "rel_residual": 0.5 ** (t + 1), "cosine": 1 - 0.5 ** (t + 3)}
-                         for k in range(4) for t in range(8)])
+    conv = pd.DataFrame([{"dataset": "digits", "seed": s, "source": "sampling", "scale": k, "t": t,
+                          "rel_residual": 0.5 ** (t + 1) * (1 + 0.1 * s), "cosine": 1 - 0.5 ** (t + 3)}
+                         for s in (0, 1, 2) for k in range(4) for t in range(8)])
     return quality, throughput, memory, conv
 
 
@@ -68,7 +68,9 @@ def reads(c) -> bool:
 def test_quality_parity_is_judged_by_per_seed_cis():
     claims = _claims()
     assert claims["v2_quality_parity"].kind == "claim" and claims["v2_quality_parity"].verdict == "holds"
-    assert {c.kind for k, c in claims.items() if k != "v2_quality_parity"} <= {"sanity", "observation"}
+    assert claims["v3_knob_works"].kind == "claim"
+    assert {c.kind for k, c in claims.items() if k not in ("v2_quality_parity", "v3_knob_works")} <= {
+        "sanity", "observation"}
     bad = _claims(viar={"con1": (30.0, 20), "con4": (15.0, 50), "con8": (14.6, 90), "dec8-2": (15.0, 45)})
     assert bad["v2_quality_parity"].verdict == "refuted"
 
@@ -125,3 +127,31 @@ def test_pareto_is_not_evaluated_without_a_depth_ladder():
     assert v6.kind == "observation" and v6.measured_value.startswith("not evaluated: no VAR depth ladder")
     assert not benchmark.point_reading(v6)
     assert claims["v2_quality_parity"].verdict == _claims()["v2_quality_parity"].verdict
+
+
+def _v3(per_seed_fcd, residual=0.01):
+    """v3 on per-seed FCDs {schedule: (seed0, seed1, seed2)}; other schedules from GOOD_VIAR."""
+    q, tp, mem, conv = _frames()
+    for schedule, values in per_seed_fcd.items():
+        for seed, v in enumerate(values):
+            q.loc[(q["model"] == "VIAR-p1") & (q["schedule"] == schedule) & (q["seed"] == seed), "fcd"] = v
+    conv["rel_residual"] = residual
+    conv["cosine"] = 0.5                       # only the residual can meet the convergence part
+    params = {"viar": 40, "var": {8: 100}}
+    claims = benchmark.evaluate_claims("digits", q, tp, mem, conv, params, floor=2.0, claim_depth=8,
+                                       viar_name="VIAR-p1", ladder=[2, 4, 6, 8], schedules=SCHEDULES)
+    return next(c for c in claims if c.claim_id == "v3_knob_works")
+
+
+def test_knob_claim_is_judged_by_per_seed_cis_of_each_part():
+    good = {"con1": (12.0, 12.5, 11.5), "con4": (10.0, 10.2, 9.8), "con8": (9.8, 10.1, 9.6)}
+    assert _v3(good).verdict == "holds"
+    # con1 better than con4 on every seed: the knob does not work
+    assert _v3({**good, "con1": (9.0, 9.1, 8.9)}).verdict == "refuted"
+    # con1 − con4 = +2, −1.7, +1.7: the sign is not established
+    assert _v3({**good, "con1": (12.0, 8.5, 11.5)}).verdict == "inconclusive"
+    # con4 more than the floor (2) below con8 on every seed: more iterations made it worse
+    assert _v3({**good, "con1": (9.0, 9.5, 8.5), "con4": (7.0, 7.2, 6.8)}).verdict == "refuted"
+    # not converged: the residual at t = 5 is 0.2 on every seed (and the cosine 0.5)
+    assert _v3(good, residual=0.2).verdict == "refuted"
+    assert "decided by converged" in _v3(good, residual=0.2).detail
