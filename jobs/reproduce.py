@@ -93,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         dvc_stages.main([])                     # dvc.yaml follows the registry and the imports
         for slug in papers:
             dvc_stages.write_inputs_fingerprint(slug)
-        todo = papers if args.force else [p for p in papers if p in changed_stages(papers)]
+        changed = set(papers) if args.force else changed_stages(papers)     # one `dvc status` for all
+        todo = [p for p in papers if p in changed]
         fresh = [p for p in papers if p not in todo]
         print(f"paperlab: {len(todo)} of {len(papers)} papers to run at the {profile} profile"
               + (f"; up to date: {', '.join(fresh)}" if fresh else ""), flush=True)

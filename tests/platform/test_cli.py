@@ -62,7 +62,13 @@ def test_reproduce_runs_only_changed_papers_and_names_the_rest(data_dir, monkeyp
     monkeypatch.setattr(results, "main", lambda argv: calls.append(("results",)) or 0)
     monkeypatch.setenv("DAGSTER_HOME", str(data_dir))
     monkeypatch.setattr(dvc_stages, "main", lambda argv: 0)
-    monkeypatch.setattr(reproduce, "changed_stages", lambda papers: {"brew"} & set(papers))
+    statuses = []     # `dvc status` takes ≈ 20 s for 19 stages: once per run, not once per paper
+
+    def changed_stages(papers):
+        statuses.append(tuple(papers))
+        return {"brew"} & set(papers)
+
+    monkeypatch.setattr(reproduce, "changed_stages", changed_stages)
     monkeypatch.setattr(reproduce, "repro", lambda slug, force: calls.append(("repro", slug, force)) or True)
     monkeypatch.setattr(run, "execute", lambda target, profile, dask=None: calls.append(("run", target)) or True)
     append_job_record("brew", {"run_id": "r", "profile": "cpu", "wall_seconds": 125.0, "status": "success"})
@@ -72,6 +78,7 @@ def test_reproduce_runs_only_changed_papers_and_names_the_rest(data_dir, monkeyp
     assert calls == [("repro", "brew", False), ("run", "warehouse"), ("results",)]
     assert "1 of 2 papers to run at the cpu profile; up to date: oscs" in out
     assert "brew — started; last run took 2 min 05 s" in out and "up to date oscs" in out
+    assert statuses == [("oscs", "brew")]
 
     calls.clear()
     assert reproduce.main(["--papers", "oscs", "--force", "--profile", "cpu"]) == 0
