@@ -10,7 +10,7 @@ loss and batch comes from the paper's own assets.
 
 - forward_max_rel: max |Δ output| / max |output| (over every output tensor);
 - loss_rel_diff, grad_max_rel (max |Δ g| / max |g|), grad_max_abs (the CPU gradient's max, > 0);
-- step_rel_l2: ‖Δθ_cpu − Δθ_device‖ / ‖Δθ_cpu‖ of the optimizer step (L2: a few near-zero
+- step_l2_rel_diff: ‖Δθ_cpu − Δθ_device‖ / ‖Δθ_cpu‖ of the optimizer step (L2: a few near-zero
   gradient entries may flip Adam's sign and move by 2·lr; the norm is not fooled by them);
 - after_step_loss_rel_diff: the loss of the updated models on the same batch.
 
@@ -95,7 +95,7 @@ def step_parity(torch, model, device: str, forward: Callable, loss: Callable, ba
         "loss_rel_diff": abs(a["loss"] - b["loss"]) / max(abs(a["loss"]), 1e-30),
         "grad_max_abs": float(a["grad"].abs().max()),
         "grad_max_rel": _rel(a["grad"], b["grad"]),
-        "step_rel_l2": float((a["step"] - b["step"]).norm()) / max(step_norm, 1e-30),
+        "step_l2_rel_diff": float((a["step"] - b["step"]).norm()) / max(step_norm, 1e-30),
         "after_step_loss_rel_diff": abs(a["post"] - b["post"]) / max(abs(a["post"]), 1e-30),
         "n_parameters": int(sum(q.numel() for q in model.parameters())),
     }
@@ -105,7 +105,7 @@ def judged(out: dict, forward_tol: float, grad_tol: float, step_tol: float, loss
     """True when a step_parity result is within the stated tolerances (and the gradient is not 0)."""
     return bool(out["forward_max_rel"] <= forward_tol and out["loss_rel_diff"] <= loss_tol
                 and out["grad_max_abs"] > 0 and out["grad_max_rel"] <= grad_tol
-                and out["step_rel_l2"] <= step_tol and out["after_step_loss_rel_diff"] <= loss_tol)
+                and out["step_l2_rel_diff"] <= step_tol and out["after_step_loss_rel_diff"] <= loss_tol)
 
 
 def seconds_per_call(fn: Callable[[], Any], calls: int, sync: Callable[[], None], warmup: int = 1) -> float:

@@ -16,7 +16,7 @@ from assets.lari.params import LariParams
 from resources.profiles import load_params
 from tests.conftest import DEVICES, run_device_check
 
-DIFFS = ("forward_max_rel", "loss_rel_diff", "grad_max_rel", "step_rel_l2", "after_step_loss_rel_diff")
+DIFFS = ("forward_max_rel", "loss_rel_diff", "grad_max_rel", "step_l2_rel_diff", "after_step_loss_rel_diff")
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "lari_device_check.py"
 
 

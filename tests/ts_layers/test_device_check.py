@@ -14,7 +14,7 @@ from assets.ts_layers.params import TSLayersParams
 from resources.profiles import load_params
 from tests.conftest import DEVICES, run_device_check
 
-DIFFS = ("forward_max_rel", "loss_rel_diff", "grad_max_rel", "step_rel_l2", "after_step_loss_rel_diff")
+DIFFS = ("forward_max_rel", "loss_rel_diff", "grad_max_rel", "step_l2_rel_diff", "after_step_loss_rel_diff")
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "ts_layers_device_check.py"
 
 
