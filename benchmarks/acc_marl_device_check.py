@@ -154,6 +154,14 @@ def main(argv: list[str] | None = None) -> int:
     report["cpu_env_steps_per_s"] = steps_per_second("cpu", p, layout, arrays, graphs, roots, *small)
     report["cpu_rollout"] = {"n_envs": small[0], "n_steps": small[1], "iterations": small[2], "threads": 1}
     report["speedup"] = report["device_env_steps_per_s"] / report["cpu_env_steps_per_s"]
+    gpu = parse(AccMarlParams, load_params("acc_marl", "gpu"), "acc_marl.gpu")
+    runs_n = len(gpu.layouts) * len(gpu.variants) * len(gpu.seeds)
+    report["projection"] = device_check.projection(
+        [(f"env step of ppo.train ({args.layout}, rollout {big[0]}×{big[1]}, update included)",
+          1 / report["device_env_steps_per_s"], gpu.train.total_steps * runs_n)],
+        note="measured at --tiny sizes; " * args.tiny
+        + "leaves out the task pool, evaluation episodes (R / RA / RAD, OOD), assignment and trace studies, "
+          "checkpoint writes; every layout and variant (gru included) costed at the pbrs network's step")
     return device_check.finish(report, report["parity"]["ok"], args.out)
 
 

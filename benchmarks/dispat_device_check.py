@@ -106,6 +106,21 @@ def main(argv: list[str] | None = None) -> int:
     out["critic_divergence"] = float(np.mean(curves["critic"][-max(1, crit.steps // 5):]))
     out["critic_round_finite"] = bool(np.isfinite(curves["loss"]).all())
     ok = ok and out["critic_round_finite"]
+    gpu = parse(DispatParams, load_params("dispat", "gpu"), "dispat.gpu")
+    runs_n = len(gpu.datasets) * len(gpu.seeds)
+    variant_runs = len(gpu.variants.fs) * len(gpu.variants.datasets) * len(gpu.variants.seeds)
+    out["projection"] = device_check.projection(
+        [(f"SFT step (batch {batch})", 1 / out["sft_steps_per_s"],
+          runs_n * (gpu.train.sft_steps + gpu.continuation_steps)),
+         (f"self-play round with the critic (critic fit + {K} policy steps)",
+          out["critic_round_seconds"] * gpu.self_play.steps / K,
+          (runs_n + variant_runs) * gpu.self_play.rounds),
+         ("scoring one test row (n_permutations orders)", 1 / out["scoring_rows_per_s"] * gpu.n_permutations
+          / p.n_permutations, runs_n * 3 * len(te))],
+        note="measured at --tiny sizes; " * args.tiny
+        + "SFT + the compute-matched continuation (T·K steps) per dataset × seed; self-play rounds of the main "
+          "run and the f-variants; scoring of 3 models per run on a test set the size of this script's; "
+          "leaves out sampling rows for the rounds, tabular baselines, C2ST, bootstrap CIs, checkpoint writes")
     out["parity_ok"] = bool(ok)
     return device_check.finish(out, ok, args.out)
 

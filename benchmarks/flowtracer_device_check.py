@@ -128,6 +128,15 @@ def main(argv: list[str] | None = None) -> int:
                 np.random.default_rng(4))
     sync()
     out["sft_steps_per_s"] = sft_steps / (time.perf_counter() - started)
+    seeds = len(gpu.seeds)
+    out["projection"] = device_check.projection(
+        [(f"SFT step (batch {batch}; max_steps per seed: an upper bound)", 1 / out["sft_steps_per_s"],
+          gpu.sft.max_steps * seeds),
+         (f"GRPO step ({out['grpo_rollouts']} rollouts, flow credit included)", out["grpo_step_seconds"],
+          gpu.grpo.steps * seeds * len(runs.grpo_run_specs(gpu)))],
+        note="measured at --tiny sizes; " * args.tiny
+        + "leaves out data generation, SFT snapshot validation (the calibration band), the attention-flow "
+          "analysis and masking, GRPO evaluations (every eval_every steps), bootstrap CIs, checkpoint writes")
     out["parity_ok"] = bool(ok)
     return device_check.finish(out, ok, args.out)
 

@@ -43,6 +43,26 @@ GRAD_TOL = 1e-3         # max |Δ| of the PPO update's clipped gradient, relativ
 PHASES = ("seconds_generate", "seconds_logprob", "seconds_select", "seconds_update", "seconds_step")
 
 
+def projection(device_check, gpu, out: dict, steps: dict, tiny: bool) -> dict:
+    """The gpu profile from the timed slice: pretraining + SFT LM steps per seed, every method's RL steps
+    (budget_steps·B·n generated responses, at the measured responses per prompt; the hir_* methods at HiR's
+    step cost, grpo_* at GRPO-binary's) and its evaluations (eval_points + 1 per run)."""
+    budget = gpu.rl.budget_steps * gpu.rl.prompts_per_step * gpu.rl.group_size
+    seeds = len(gpu.seeds)
+    parts = [(f"LM training step (batch {out['train_batch']})", 1 / out["train_steps_per_s"],
+              (gpu.pretrain.steps + gpu.sft.steps) * seeds)]
+    for method in gpu.methods:
+        timed = "grpo_binary" if method.startswith("grpo") else "hir"
+        per_prompt = float(np.median([s["generated"] for s in steps[timed][1:]])) / out["prompts_per_step"]
+        parts.append((f"{method} RL step (as {timed}, {per_prompt:.1f} responses a prompt)",
+                      out[f"{timed}_step"]["seconds_step"], seeds * budget / (per_prompt * gpu.rl.prompts_per_step)))
+    parts.append(("evaluation of the test prompts", out["eval_seconds"],
+                  (gpu.rl.eval_points + 1) * len(gpu.methods) * seeds))
+    return device_check.projection(parts, note="measured at --tiny sizes; " * tiny
+                                   + "leaves out corpus / dataset building, bootstrap CIs, checkpoint writes; "
+                                     "RL steps of an untrained model run to max_new (an upper bound)")
+
+
 def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))      # the repo root, from any directory
     from assets.common import device_check
@@ -160,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     sync()
     out["train_steps_per_s"] = train_steps / (time.perf_counter() - started)
     out["train_batch"] = batch
+    out["projection"] = projection(device_check, gpu, out, steps, args.tiny)
     out["parity_ok"] = bool(ok)
     return device_check.finish(out, ok, args.out)
 

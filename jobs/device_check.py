@@ -1,11 +1,14 @@
 """One device check for the papers that have one: `python -m jobs.device_check [--papers …] [--device cuda|cpu]
-[--tiny] [--out-dir DIR]`.
+[--tiny] [--out-dir DIR] [--projection-out PATH]`.
 
 Runs each paper's benchmarks/<slug>_device_check.py `main` (cpu/device parity of its model's forward
-pass, gradient and optimizer step with the script's stated tolerances, and its timed slice), then writes
-one table: DIR/device_check.json (every report) and DIR/device_check.md (one row per paper). Exit code
-1 when any paper's parity fails or its script raises, 2 when CUDA was asked for and none is seen, else 0.
-Papers without a script are listed as such (issue 49: the other papers' checks are still to write).
+pass, gradient and optimizer step with the script's stated tolerances, its timed slice and the projected
+full gpu-profile time from it, `report["projection"]`), then writes one table: DIR/device_check.json
+(every report, plus each paper's projected_gpu_profile_s) and DIR/device_check.md (one row per paper,
+with the projection as h:mm:ss). `--projection-out PATH` also writes the projections alone as a small
+markdown table (paper | projected gpu-profile time | measured on | phases): what results/gpu_projection.md
+is generated from. Exit code 1 when any paper's parity fails or its script raises, 2 when CUDA was
+asked for and none is seen, else 0. Papers without a script are listed as such.
 """
 from __future__ import annotations
 
@@ -73,6 +76,20 @@ def check_one(slug: str, device: str, tiny: bool, work: Path) -> dict:
             **({"error": error} if error else {})}
 
 
+def projected_seconds(report: dict) -> float | None:
+    """report["projection"]["gpu_profile_s"], or None when the script reports no projection."""
+    value = (report.get("projection") or {}).get("gpu_profile_s")
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def hms(seconds: float | None) -> str:
+    """Seconds as h:mm:ss (rounded to the second); "—" for None."""
+    if seconds is None:
+        return "—"
+    total = int(round(seconds))
+    return f"{total // 3600}:{total % 3600 // 60:02d}:{total % 60:02d}"
+
+
 def _numbers(flat: dict, marks: tuple[str, ...]) -> str:
     parts = [f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in flat.items()
              if any(m in k.rsplit(".", 1)[-1] for m in marks) and isinstance(v, (int, float, bool))]
@@ -81,13 +98,38 @@ def _numbers(flat: dict, marks: tuple[str, ...]) -> str:
 
 def markdown(rows: list[dict], device: str, tiny: bool, missing: list[str]) -> str:
     lines = [f"# Device check ({device}{', tiny' if tiny else ''})", "",
-             "| paper | status | wall s | parity (cpu vs device) | timed slice |", "|---|---|---|---|---|"]
+             "| paper | status | wall s | parity (cpu vs device) | timed slice | projected gpu profile |",
+             "|---|---|---|---|---|---|"]
     for r in rows:
-        flat = flatten(r["report"])
+        flat = {k: v for k, v in flatten(r["report"]).items() if not k.startswith("projection.")}
         lines.append(f"| {r['paper']} | {r['status']} | {r['wall_s']:.1f} | {_numbers(flat, PARITY_MARKS)} | "
-                     f"{_numbers(flat, RATE_MARKS)} |")
+                     f"{_numbers(flat, RATE_MARKS)} | {hms(projected_seconds(r['report']))} |")
     if missing:
         lines += ["", f"No device-check script yet: {', '.join(missing)}."]
+    return "\n".join(lines) + "\n"
+
+
+def projection_markdown(rows: list[dict], device: str, tiny: bool) -> str:
+    """The projections alone: paper | projected gpu-profile time | measured on | phases (each phase's
+    share of the projection, largest first), and each paper's note below the table."""
+    measured = f"{device}{' (tiny sizes)' if tiny else ''}"
+    lines = ["# Projected gpu-profile time per paper", "",
+             "From each paper's timed slice (`python -m jobs.device_check`): seconds per unit measured on the "
+             "device × the units (steps × runs × seeds) its gpu profile runs. What each projection leaves out "
+             "is noted below the table.", "",
+             "| paper | projected gpu-profile time | measured on | phases |", "|---|---|---|---|"]
+    notes = []
+    for r in rows:
+        projection = r["report"].get("projection") or {}
+        total = projected_seconds(r["report"])
+        parts = sorted(projection.get("parts", []), key=lambda x: -x["seconds"])
+        phases = "; ".join(f"{x['what']}: {hms(x['seconds'])} ({x['units']:,.0f} × {x['seconds_per_unit']:.3g} s)"
+                           for x in parts) or "—"
+        lines.append(f"| {r['paper']} | {hms(total)} | {measured} | {phases} |")
+        if projection.get("note"):
+            notes.append(f"- {r['paper']}: {projection['note']}")
+    if notes:
+        lines += ["", "Left out of the projections:", *notes]
     return "\n".join(lines) + "\n"
 
 
@@ -106,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--tiny", action="store_true", help="small sizes (tests)")
     ap.add_argument("--out-dir", default=str(ROOT / "data" / "device_check"))
+    ap.add_argument("--projection-out", default="", help="also write the projections as a markdown table here")
     args = ap.parse_args(argv)
     available = papers_with_a_check()
     wanted = list(args.papers) if args.papers else available
@@ -121,10 +164,16 @@ def main(argv: list[str] | None = None) -> int:
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     code = exit_code(rows)
+    for r in rows:
+        r["projected_gpu_profile_s"] = projected_seconds(r["report"])
+        r["projected_gpu_profile"] = hms(r["projected_gpu_profile_s"])
     (out_dir / "device_check.json").write_text(json.dumps(
         {"device": args.device, "tiny": args.tiny, "exit_code": code, "papers": rows, "no_script": missing},
         indent=1, default=str))
     (out_dir / "device_check.md").write_text(markdown(rows, args.device, args.tiny, missing))
+    if args.projection_out:
+        Path(args.projection_out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.projection_out).write_text(projection_markdown(rows, args.device, args.tiny))
     print((out_dir / "device_check.md").read_text())
     return code
 

@@ -17,6 +17,8 @@ def test_device_check_parity_and_speed(tmp_path, device):
         assert parity["forward_max_abs"] == parity["grad_max_rel"] == parity["stats_max_rel"] == 0.0
         assert parity["params_max_abs_after_update"] == 0.0
     assert report["device_env_steps_per_s"] > 0 and report["cpu_env_steps_per_s"] > 0
+    (part,) = report["projection"]["parts"]          # 10 M env steps × 2 layouts × 3 variants × 5 seeds
+    assert part["units"] == 10_000_000 * 2 * 3 * 5 and report["projection"]["gpu_profile_s"] > 0
 
 
 def test_device_check_refuses_cuda_without_a_gpu(tmp_path):

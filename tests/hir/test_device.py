@@ -15,6 +15,8 @@ def test_device_check_script_runs_and_cpu_parity_is_exact(tmp_path, device):
     assert found["parity_ok"] and found["rl_accounting_ok"] and found["hir_finite"] and found["grpo_binary_finite"]
     assert found["ppo_grad_max_abs"] > 0 and found["train_steps_per_s"] > 0
     assert found["hir_step"]["seconds_step"] > 0 and found["grpo_binary_step"]["seconds_step"] > 0
+    parts = found["projection"]["parts"]            # LM steps, the 5 methods' RL steps, evaluations
+    assert found["projection"]["gpu_profile_s"] > 0 and len(parts) == 7 and all(x["units"] > 0 for x in parts)
     if device == "cpu":          # same kernels on both sides: bit-identical passes, update and greedy answers
         assert found["logit_max_rel_diff"] == found["logprob_max_abs_diff"] == 0.0
         assert found["ppo_grad_max_rel_diff"] == found["ppo_params_max_abs_diff"] == 0.0

@@ -317,6 +317,32 @@ def test_device_check_job_runs_the_scripts_on_cpu_and_writes_one_table(tmp_path)
     assert flow["logit_max_rel_diff"] == 0.0 and flow["sft_loss_rel_diff"] == 0.0
     text = (tmp_path / "device_check.md").read_text()
     assert "| dispat | ok |" in text and "| flowtracer | ok |" in text and "sft_steps_per_s=" in text
+    assert "| projected gpu profile |" in text
+    for row in table["papers"]:             # every script reports its projection; the job adds it as h:mm:ss
+        assert row["projected_gpu_profile_s"] == row["report"]["projection"]["gpu_profile_s"] > 0
+        assert row["projected_gpu_profile"] == J.hms(row["projected_gpu_profile_s"])
+        assert f"| {row['projected_gpu_profile']} |" in text
+
+
+def test_device_check_job_writes_the_projection_table(tmp_path):
+    """--projection-out: paper | projected gpu-profile time | measured on | phases, the phases largest first,
+    each paper's note below; a report without a projection shows "—"."""
+    from jobs import device_check as J
+
+    assert J.hms(0.4) == "0:00:00" and J.hms(3725.6) == "1:02:06" and J.hms(90_000) == "25:00:00"
+    assert J.hms(None) == "—" and J.projected_seconds({}) is None
+    rows = [{"paper": "a", "report": {"projection": {"gpu_profile_s": 3700.0, "note": "no evaluation", "parts": [
+        {"what": "small", "seconds_per_unit": 0.1, "units": 1000.0, "seconds": 100.0},
+        {"what": "big", "seconds_per_unit": 1.2, "units": 3000.0, "seconds": 3600.0}]}}},
+            {"paper": "b", "report": {}}]
+    text = J.projection_markdown(rows, "cuda", False)
+    assert "| paper | projected gpu-profile time | measured on | phases |" in text
+    assert "| a | 1:01:40 | cuda | big: 1:00:00 (3,000 × 1.2 s); small: 0:01:40 (1,000 × 0.1 s) |" in text
+    assert "| b | — | cuda | — |" in text and "- a: no evaluation" in text
+    out = tmp_path / "sub" / "gpu_projection.md"
+    code = J.main(["--papers", "dispat", "--device", "cpu", "--tiny", "--out-dir", str(tmp_path),
+                   "--projection-out", str(out)])
+    assert code == 0 and "| dispat | " in out.read_text() and "| cpu (tiny sizes) |" in out.read_text()
 
 
 def test_device_check_job_exits_non_zero_on_a_parity_failure_or_a_crash():

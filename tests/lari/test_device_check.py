@@ -1,0 +1,62 @@
+"""benchmarks/lari_device_check.py (issue 49) runs end to end: on the CPU its parity of the point-map and
+stop UNets is exact, its projection counts every net runs.training_jobs trains at the gpu profile, and CUDA
+without a GPU is refused."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from assets.common.params import parse
+from assets.lari import runs
+from assets.lari.params import LariParams
+from resources.profiles import load_params
+from tests.conftest import DEVICES, run_device_check
+
+DIFFS = ("forward_max_rel", "loss_rel_diff", "grad_max_rel", "step_l2_rel_diff", "after_step_loss_rel_diff")
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "lari_device_check.py"
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("lari_device_check", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_device_check_parity_and_projection(tmp_path, device):
+    code, report = run_device_check("lari", device, tmp_path)
+    assert code == 0 and report["parity_ok"]
+    assert set(report["parity"]) == {"pointmap_L4", "stop_L4"}           # the smoke model's L
+    for key, parity in report["parity"].items():
+        assert parity["ok"] and parity["grad_max_abs"] > 0, key
+        if device == "cpu":
+            assert all(parity[k] == 0.0 for k in DIFFS), (key, parity)
+    projection = report["projection"]
+    assert projection["gpu_profile_s"] > 0
+    assert [part["units"] for part in projection["parts"]] == [3000 * 6, 3000 * 6, 3000, 3000, 3000, 3000 * 6]
+
+
+def test_runs_per_net_matches_the_training_jobs():
+    """The script's count of nets equals runs.training_jobs' at the gpu profile (both net kinds)."""
+    gpu = parse(LariParams, load_params("lari", "gpu"), "lari.gpu")
+    splits = pd.DataFrame({"scene_kind": ["object", "room"], "split": ["train", "train"], "index": [0, 0]})
+    files = pd.DataFrame({"scene_kind": ["object", "room"], "path": ["a.npz", "b.npz"]})
+    jobs = [j for net in ("pointmap", "stop")
+            for j in runs.training_jobs(gpu, net, splits, files, files, lambda *k: 0, "cpu")]
+    counted = {}
+    for j in jobs:
+        key = "stop" if j["net"] == "stop" else f"pointmap_L{j['layers']}"
+        counted[key] = counted.get(key, 0) + 1
+    assert _module().runs_per_net(gpu) == counted
+
+
+def test_device_check_refuses_cuda_without_a_gpu(tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    code, report = run_device_check("lari", "cuda", tmp_path)
+    assert code == 2 and report is None

@@ -1,0 +1,36 @@
+"""benchmarks/limix_device_check.py (issue 49) runs end to end: on the CPU its parity of every gpu-profile
+variant is exact, its projection is Σ s/step × the gpu profile's steps × seeds, and CUDA without a GPU is
+refused."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from resources.profiles import load_params
+from tests.conftest import DEVICES, run_device_check
+
+DIFFS = ("forward_max_rel", "loss_rel_diff", "grad_max_rel", "step_l2_rel_diff", "after_step_loss_rel_diff")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_device_check_parity_and_projection(tmp_path, device):
+    code, report = run_device_check("limix", device, tmp_path)
+    assert code == 0 and report["parity_ok"]
+    gpu = load_params("limix", "gpu")
+    assert set(report["parity"]) == set(gpu["variants"])       # every gpu-profile embedding / arch
+    for variant, parity in report["parity"].items():
+        assert parity["ok"] and parity["grad_max_abs"] > 0, variant
+        if device == "cpu":                                    # same kernels on both sides
+            assert all(parity[k] == 0.0 for k in DIFFS), (variant, parity)
+    projection = report["projection"]
+    assert projection["gpu_profile_s"] > 0
+    assert [part["units"] for part in projection["parts"]] == [gpu["train"]["steps"] * len(gpu["seeds"])] * len(
+        gpu["variants"])
+    assert projection["gpu_profile_s"] == pytest.approx(sum(part["seconds"] for part in projection["parts"]), abs=1e-3)
+
+
+def test_device_check_refuses_cuda_without_a_gpu(tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    code, report = run_device_check("limix", "cuda", tmp_path)
+    assert code == 2 and report is None
