@@ -21,6 +21,10 @@ one quantity) and the paper's margin m ≥ 0:
 inconclusive: the data cannot tell at this scale. A claim whose premise (a measured condition of the
 set-up, written before the run) failed is inconclusive whatever its interval says. A point estimate
 never decides a verdict; one seed gives the interval (−∞, +∞) and so is always inconclusive.
+
+A multi-part claim ("on every layout", "A and B") is the conjunction `all_of(parts, premises)`:
+refuted when any part is refuted, holds only when every part holds, inconclusive otherwise or when
+a premise failed; its verdict carries the decisive part's interval and its text names that part.
 """
 from __future__ import annotations
 
