@@ -13,18 +13,15 @@ assign with): the claim is inconclusive, never refuted by an untrained policy.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 import pandas as pd
 
 from assets.common.claims import (
-    HOLDS,
-    INCONCLUSIVE,
     OBSERVATION,
-    REFUTED,
     Claim,
     Premise,
     Verdict,
+    all_of,
     judged,
     mean_ci,
     not_evaluated,
@@ -52,30 +49,10 @@ MAIN = ("RAD", "in", "random")      # the cell of claims 1–2 (RAD sampler, in-
 NAN = float("nan")
 
 
-def all_of(parts: Sequence[tuple[str, Verdict]], premises: Sequence[Premise] = ()) -> Verdict:
-    """The conjunction of several verdicts: holds only if every part holds, refuted if any part is
-    refuted, inconclusive otherwise; a failed premise makes the whole inconclusive. The interval
-    shown is the deciding part's (the first refuted part, else the first part that does not hold,
-    else the part with the lowest lower bound)."""
-    if not parts:
-        raise ValueError("a conjunction needs at least one part")
-    verdicts = [v for _, v in parts]
-    refuted = [v for v in verdicts if v.outcome == REFUTED]
-    open_ = [v for v in verdicts if v.outcome != HOLDS]
-    if refuted:
-        outcome, pick = REFUTED, refuted[0]
-    elif open_:
-        outcome, pick = INCONCLUSIVE, open_[0]
-    else:
-        outcome, pick = HOLDS, min(verdicts, key=lambda v: v.low)
-    reason = "all parts must hold (any refuted part refutes): " + "; ".join(
-        f"{name} {v.outcome} ({v.reason})" for name, v in parts)
-    premises = tuple(dict.fromkeys([*premises, *(p for v in verdicts for p in v.premises)]))
-    failed = [p for p in premises if not p.met]
-    if failed:
-        outcome = INCONCLUSIVE
-        reason = "premise: " + "; ".join(f"{p.what}, measured {p.measured}" for p in failed) + " — " + reason
-    return replace(pick, outcome=outcome, reason=reason, premises=premises)
+# all_of's options that keep this paper's claim rows byte-identical with the local helper it
+# replaced (issue 45): when all parts hold, the part with the lowest CI lower bound is shown; the reason lists
+# every part and the premises are every part's.
+_ALL_OF = {"holding": "lowest", "reason": "every"}
 
 
 def cell_table(evals: pd.DataFrame) -> pd.DataFrame:
@@ -133,7 +110,7 @@ def gap_claim(cid: str, text: str, paper: str, cells: pd.DataFrame, layouts, tre
         verdicts.append((name, _judge(ci, rule="effect", margin=gap)))
         parts.append(f"{name}: {treat} {a.mean():.3f} vs {control} {b.mean():.3f}; "
                      + (ci.text() if ci is not None else "no paired seeds"))
-    return judged(cid, text, paper, "; ".join(parts), all_of(verdicts, premises),
+    return judged(cid, text, paper, "; ".join(parts), all_of(verdicts, premises, **_ALL_OF)[0],
                   detail="RAD sampler, in-distribution, random assignment.", seeds=seeds_label(seeds))
 
 
@@ -185,7 +162,7 @@ def value_assignment(cells: pd.DataFrame, study: pd.DataFrame, seeds, premises: 
         "Δlength " + (length.text() if length else "n/a"),
         (f"oracle agreement {agree}/{n_gap} = {prop.text()}" if prop else f"no instance with gap > {ORACLE_GAP}"),
         "Buttons-2 success " + (buttons.text() if buttons else "n/a")])
-    return judged("value_assignment", text, paper, measured, all_of(parts, used),
+    return judged("value_assignment", text, paper, measured, all_of(parts, used, **_ALL_OF)[0],
                   detail="RAD sampler, in-distribution; the neutral band is two bounds on one CI (equivalence).",
                   seeds=seeds_label(seeds))
 
@@ -215,7 +192,7 @@ def ood_graceful(cells: pd.DataFrame, layouts, seeds, premises: Sequence[Premise
     return judged("ood_graceful", "OOD success (larger DFAs, longer episodes) is below in-distribution and ≥ the "
                   f"random policy + {OOD_OVER_RANDOM}, on both layouts.",
                   "Rooms-2 0.870 → 0.699 OOD; Buttons-2 0.859 → 0.601", "; ".join(parts),
-                  all_of(verdicts, premises), detail="RAD sampler, random assignment, paired over seeds.",
+                  all_of(verdicts, premises, **_ALL_OF)[0], detail="RAD sampler, random assignment, paired over seeds.",
                   seeds=seeds_label(seeds))
 
 
@@ -237,7 +214,8 @@ def hold_the_door(traces: pd.DataFrame, layouts, seeds) -> Claim:
     return judged("hold_the_door", f"Hold-the-door (agent 0's token behind a door, agent 1 trivial): success ≥ "
                   f"{HOLD_SUCCESS}, with the helper on the button as the partner crosses in ≥ {HOLD_EVENT:.0%} of "
                   "successes, on both layouts.", "shown qualitatively (GIF traces)", "; ".join(parts),
-                  all_of(verdicts), detail="events detected from the recorded positions.", seeds=seeds_label(seeds))
+                  all_of(verdicts, **_ALL_OF)[0], detail="events detected from the recorded positions.",
+                  seeds=seeds_label(seeds))
 
 
 def observations(cells, traces, perf, layouts, seeds) -> list[Claim]:

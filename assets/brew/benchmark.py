@@ -19,7 +19,6 @@ Pure numpy/pandas (no Dagster). Methods (``METHODS``):
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -29,13 +28,11 @@ import pandas as pd
 from assets.brew import method as M
 from assets.brew.bch import BCHCode
 from assets.common.claims import (
-    HOLDS,
-    INCONCLUSIVE,
-    REFUTED,
     Claim,
     PairedCI,
     Premise,
     Verdict,
+    all_of,
     comparative_claim,
     judged,
     mean_ci,
@@ -273,16 +270,6 @@ def _nan_verdict(premises=()) -> Verdict:
     return verdict(np.nan, np.nan, np.nan, premises=premises)
 
 
-def _weakest(parts: list[tuple[str, Verdict]], premises: Sequence[Premise] = ()) -> tuple[Verdict, str]:
-    """A conjunction of CI verdicts: refuted when one part is refuted, holds when all hold,
-    inconclusive otherwise; the deciding part's interval re-judged with the claim's premises."""
-    order = {REFUTED: 0, INCONCLUSIVE: 1, HOLDS: 2}
-    name, worst = min(parts, key=lambda p: order[p[1].outcome])
-    j = verdict(worst.estimate, worst.low, worst.high, rule=worst.rule, margin=worst.margin,
-                direction=worst.direction, premises=[*worst.premises, *premises])
-    return j, "parts: " + "; ".join(f"{n} {v.outcome} {v.ci_text()}" for n, v in parts) + f" (decided by {name})"
-
-
 def _enough(n_pos: int, n_human: int, min_texts: int) -> Premise:
     return Premise(f"at least {min_texts} watermarked ({MAIN_ATTACK}) and {min_texts} scored human texts",
                    f"{n_pos} and {n_human}", n_pos >= min_texts and n_human >= min_texts)
@@ -306,9 +293,9 @@ def evaluate_claims(scored: pd.DataFrame, code: BCHCode, min_texts: int, seeds: 
         claims.append(not_evaluated("brew_tpr_syn10", text, "TPR 0.965 at FPR 0.02",
                                     f"{MAIN_ATTACK} positives or human texts absent", seeds=seeds))
     else:
-        j, line = _weakest([(f"TPR ≥ {tpr_bar:g}", verdict_of(tpr_ci, rule="bound", margin=tpr_bar)),
-                            (f"FPR ≤ {fpr_bar:g}", verdict_of(fpr_ci, rule="bound", margin=fpr_bar,
-                                                              direction="less"))], [enough])
+        j, line = all_of([(f"TPR ≥ {tpr_bar:g}", verdict_of(tpr_ci, rule="bound", margin=tpr_bar)),
+                          (f"FPR ≤ {fpr_bar:g}", verdict_of(fpr_ci, rule="bound", margin=fpr_bar,
+                                                            direction="less"))], [enough], holding="first")
         claims.append(judged("brew_tpr_syn10", text, "TPR 0.965 at FPR 0.02",
                              f"TPR {tpr_ci.text()}; FPR {fpr_ci.text()} (human trials, scored half)", j,
                              detail=line, seeds=seeds))
@@ -354,7 +341,7 @@ def evaluate_claims(scored: pd.DataFrame, code: BCHCode, min_texts: int, seeds: 
             j = _nan_verdict(premises)
         line = "no variant met the FPR"
     else:
-        j, line = _weakest(parts, premises)
+        j, line = all_of(parts, premises, holding="first")
     claims.append(judged("ecc_threshold_collapse", text,
                          "TPR collapses to chance once a rejection threshold is applied", "; ".join(texts), j,
                          detail="holds when every variant meeting the FPR has TPR ≤ 0.5; refuted when one keeps "
@@ -371,9 +358,9 @@ def evaluate_claims(scored: pd.DataFrame, code: BCHCode, min_texts: int, seeds: 
     else:
         gain = paired_ci(treatment, control, LEVEL)
         level = mean_ci(treatment, LEVEL, label="TPR(S=4)")
-        j, line = _weakest([("S=4 − S=0 > 0", verdict_of(gain, rule="effect", margin=0.0)),
-                            (f"TPR(S=4) ≥ {shift_bar:g}", verdict_of(level, rule="bound", margin=shift_bar))],
-                           [enough])
+        j, line = all_of([("S=4 − S=0 > 0", verdict_of(gain, rule="effect", margin=0.0)),
+                          (f"TPR(S=4) ≥ {shift_bar:g}", verdict_of(level, rule="bound", margin=shift_bar))],
+                          [enough], holding="first")
         claims.append(judged("shift_helps_insertion", text, paper,
                              ", ".join(f"S={s}: {v:.3f}" for s, v in tprs.items()) + f"; S=4 − S=0 {gain.text()}; "
                              f"{level.text()}", j, detail=line, seeds=seeds_label(seed_list)))

@@ -21,13 +21,17 @@ one quantity) and the paper's margin m ≥ 0:
 inconclusive: the data cannot tell at this scale. A claim whose premise (a measured condition of the
 set-up, written before the run) failed is inconclusive whatever its interval says. A point estimate
 never decides a verdict; one seed gives the interval (−∞, +∞) and so is always inconclusive.
+
+A multi-part claim ("on every layout", "A and B") is the conjunction `all_of(parts, premises)`:
+refuted when any part is refuted, holds only when every part holds, inconclusive otherwise or when
+a premise failed; its verdict carries the decisive part's interval and its text names that part.
 """
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -156,6 +160,88 @@ def verdict(estimate: float, low: float, high: float, *, rule: str = "effect", m
     if refuted:
         return make(REFUTED, crit)
     return make(INCONCLUSIVE, f"the interval {_num(lo)}, {_num(hi)} decides neither ({crit})")
+
+
+HOLDING = ("nearest", "first", "lowest")
+_RANK = {REFUTED: 0, INCONCLUSIVE: 1, HOLDS: 2}
+EVERY_PART = "all parts must hold (any refuted part refutes): "
+
+
+def slack(v: Verdict) -> float:
+    """How far a holding part's interval lies inside its 'holds' region: the distance from the CI
+    bound that decides it to the threshold that bound must clear (module docstring's table)."""
+    m = v.margin
+    if v.direction == "greater":
+        return {"effect": v.low, "no_worse": v.low + m, "bound": v.low - m}[v.rule]
+    return {"effect": -v.high, "no_worse": m - v.high, "bound": m - v.high}[v.rule]
+
+
+def all_of(parts: Sequence[tuple], premises: Sequence[Premise] | Premise | None = None, *,
+           holding: str | Callable[[Verdict], float] = "nearest", reason: str = "decisive",
+           part: str | None = "{name} {outcome} {ci}", prefix: str = "parts: ",
+           suffix: str = " (decided by {name})", sep: str = "; ", digits: int = 3) -> tuple[Verdict, str]:
+    """The conjunction of a multi-part claim ("on every layout", "A and B"): decided by its weakest part.
+
+    parts: (name, Verdict) or (name, Verdict, text) — text is the part's measurement, for `part`.
+    - refuted when any part is refuted (the decisive part: the first refuted one);
+    - holds only when every part holds (the decisive part: `holding` — "nearest", the part whose
+      interval is nearest its threshold (`slack`); "first", the first part; "lowest", the part with
+      the lowest CI lower bound; or a key function, the part that minimises it);
+    - inconclusive otherwise (the decisive part: the first part that does not hold);
+    - a failed premise (the claim's `premises`) makes it inconclusive.
+
+    The verdict carries the decisive part's interval, so the row's estimate and CI are that part's.
+    reason "decisive": the decisive part's verdict (its reason and premises); with `premises`, its
+    interval is re-judged by `verdict(...)` with its premises and the claim's. reason "every": the
+    reason lists every part's outcome and reason ("all parts must hold (any refuted part refutes):
+    …"), the premises are the claim's then every part's (without repeats), and any failed one makes
+    the whole inconclusive ("premise: … — all parts must hold …").
+
+    Returns (verdict, text): text = prefix + sep.join(part per part) + suffix, where `part` may use
+    {name}, {outcome}, {ci} (ci_text(digits)), {text}, {reason} of each part (None: no list) and
+    `suffix` {name} and {ci} of the decisive part and the counts {holds}, {refuted},
+    {inconclusive}, {n}.
+    """
+    rows = [(p[0], p[1], p[2] if len(p) > 2 else "") for p in parts]
+    if not rows:
+        raise ValueError("a conjunction needs at least one part")
+    if reason not in ("decisive", "every"):
+        raise ValueError(f"reason must be 'decisive' or 'every', got {reason!r}")
+    if isinstance(premises, Premise):
+        premises = (premises,)
+    premises = tuple(premises or ())
+    outcomes = [v.outcome for _, v, _ in rows]
+    if REFUTED in outcomes:
+        k = outcomes.index(REFUTED)
+    elif any(o != HOLDS for o in outcomes):
+        k = next(i for i, o in enumerate(outcomes) if o != HOLDS)
+    else:
+        if callable(holding):
+            key = holding
+        elif holding in HOLDING:
+            key = {"nearest": slack, "first": lambda v: 0.0, "lowest": lambda v: v.low}[holding]
+        else:
+            raise ValueError(f"holding must be one of {HOLDING} or a key function, got {holding!r}")
+        k = min(range(len(rows)), key=lambda i: key(rows[i][1]))
+    name, pick, _ = rows[k]
+    if reason == "decisive":
+        j = pick if not premises else verdict(pick.estimate, pick.low, pick.high, rule=pick.rule,
+                                              margin=pick.margin, direction=pick.direction,
+                                              premises=[*pick.premises, *premises])
+    else:
+        why = EVERY_PART + "; ".join(f"{n} {v.outcome} ({v.reason})" for n, v, _ in rows)
+        merged = tuple(dict.fromkeys([*premises, *(p for _, v, _ in rows for p in v.premises)]))
+        failed = [p for p in merged if not p.met]
+        outcome = pick.outcome
+        if failed:
+            outcome = INCONCLUSIVE
+            why = "premise: " + "; ".join(f"{p.what}, measured {p.measured}" for p in failed) + " — " + why
+        j = replace(pick, outcome=outcome, reason=why, premises=merged)
+    listing = "" if part is None else sep.join(
+        part.format(name=n, outcome=v.outcome, ci=v.ci_text(digits), text=t, reason=v.reason) for n, v, t in rows)
+    counts = {"holds": outcomes.count(HOLDS), "refuted": outcomes.count(REFUTED),
+              "inconclusive": outcomes.count(INCONCLUSIVE), "n": len(rows)}
+    return j, prefix + listing + suffix.format(name=name, ci=pick.ci_text(digits), **counts)
 
 
 @dataclass

@@ -15,11 +15,10 @@ from scipy import stats
 
 from assets.common.bootstrap import BootCI, hierarchical_bootstrap
 from assets.common.claims import (
-    HOLDS,
-    REFUTED,
     Claim,
     Premise,
     Verdict,
+    all_of,
     judged,
     observation,
     sanity,
@@ -40,19 +39,6 @@ MAX_DREAM_EVALS = 15              # ... with ≤ 15 optimisation evaluations
 MIN_NAIVE_EVALS = 60              # ... against ≥ 60
 ABLATION_TOLERANCE = 0.02         # ablations: full ≥ ablated − 0.02
 EXACT_EVALS = (("dream_mpc", 15), ("mppi", 9216))   # compute: N·I·H and MPPI's 512·6·3
-
-
-def all_of(parts) -> Verdict:
-    """One verdict for a conjunction: the first refuted part, else the first part that does not
-    hold (inconclusive), else the part whose interval is nearest its threshold."""
-    parts = list(parts)
-    for v in parts:
-        if v.outcome == REFUTED:
-            return v
-    for v in parts:
-        if v.outcome != HOLDS:
-            return v
-    return min(parts, key=lambda v: v.low + (v.margin if v.rule == "no_worse" else 0.0))
 
 
 def boot_verdict(ci: BootCI, **kwargs) -> Verdict:
@@ -235,7 +221,7 @@ def evaluate_claims(episodes: pd.DataFrame, latency: pd.DataFrame, n_boot: int, 
         f"over tasks × seeds (non-inferiority, paired {CI_LEVEL:.0%} CI of full − ablated)",
         f"full − no-uncertainty {_ci_text(abl['uncertainty'])}; full − no-reuse {_ci_text(abl['reuse'])}"
         + (f" (full − I=3 {_ci_text(i3)}, not required)" if i3 is not None else ""),
-        all_of(boot_verdict(c, rule="no_worse", margin=ABLATION_TOLERANCE) for c in abl.values()),
+        all_of([(k, boot_verdict(c, rule="no_worse", margin=ABLATION_TOLERANCE)) for k, c in abl.items()])[0],
         detail="both ablations must hold; the verdict shown is the deciding one", seeds=seeds))
 
     # 4. compute accounting from the counters (exact) and wall time per decision (batch-1

@@ -6,13 +6,11 @@ import numpy as np
 import pandas as pd
 
 from assets.common.claims import (
-    HOLDS,
-    INCONCLUSIVE,
-    REFUTED,
     Claim,
     PairedCI,
     Premise,
     Verdict,
+    all_of,
     comparative_claim,
     judged,
     mean_ci,
@@ -68,15 +66,6 @@ def bootstrap_ci(values: np.ndarray, n_boot: int, seed: int = 0, level: float = 
     return float(lo), float(hi)
 
 
-def _weakest(parts: list[tuple[str, Verdict]]) -> tuple[Verdict, str]:
-    """A conjunction of CI verdicts: refuted when any part is refuted, holds when every part holds,
-    inconclusive otherwise; returns the deciding part's verdict and a line naming every part."""
-    order = {REFUTED: 0, INCONCLUSIVE: 1, HOLDS: 2}
-    name, worst = min(parts, key=lambda p: order[p[1].outcome])
-    text = "parts: " + "; ".join(f"{n} {v.outcome} {v.ci_text()}" for n, v in parts) + f" (decided by {name})"
-    return worst, text
-
-
 def _per_seed_mean(frame: pd.DataFrame, env: str, col: str) -> np.ndarray:
     return frame[frame["env"] == env].groupby("seed")[col].mean().sort_index().to_numpy(dtype=float)
 
@@ -94,16 +83,6 @@ def _static_gap_premise(tpr: pd.DataFrame) -> Premise:
 
 def _part(name: str, ci: PairedCI, **rule) -> tuple[str, Verdict, str]:
     return name, verdict_of(ci, **rule), f"{name}: {ci.text()}"
-
-
-def _conjunction(parts: list[tuple[str, Verdict, str]],
-                 premises: list[Premise] | None = None) -> tuple[Verdict, str, str]:
-    """The weakest part's verdict, re-judged with the claim's premises; the measured text of every part
-    and the line naming each part's verdict (the detail)."""
-    worst, line = _weakest([(n, v) for n, v, _ in parts])
-    j = verdict(worst.estimate, worst.low, worst.high, rule=worst.rule, margin=worst.margin,
-                direction=worst.direction, premises=list(worst.premises) + list(premises or []))
-    return j, "; ".join(t for _, _, t in parts), line
 
 
 def claims(estimates: pd.DataFrame, checkpoints: pd.DataFrame, table: pd.DataFrame, rollouts: pd.DataFrame,
@@ -140,7 +119,8 @@ def claims(estimates: pd.DataFrame, checkpoints: pd.DataFrame, table: pd.DataFra
             continue
         ci = paired_ci(naive, np.maximum(NAIVE_MIN, 2 * sellf), LEVEL)
         parts.append(_part(f"{env} naive-accepted |Δ| {naive.mean():.3f} − need", ci, rule="effect", margin=0.0))
-    j, text, line = _conjunction(parts, [gap_premise])
+    j, line = all_of(parts, [gap_premise], holding="first")
+    text = "; ".join(t for _, _, t in parts)
     out.append(judged("naive_fails", "naive solutions give no guarantee: the naive-accepted agent stays unfair",
                       f"RL: naive-accepted |Δ| ≥ max(ω+0.05, 2×SELLF) in both envs (paired {LEVEL:.0%} CI of "
                       f"naive − need > 0); premise: the static gap ≥ {STATIC_MIN_TRUE_GAP}", text, j, detail=line,
@@ -168,7 +148,8 @@ def claims(estimates: pd.DataFrame, checkpoints: pd.DataFrame, table: pd.DataFra
     else:
         parts.append(("violated share", verdict(np.nan, np.nan, np.nan, premises=enough),
                       "violated share: no window certified"))
-    j, text, line = _conjunction(parts, [gap_premise])
+    j, line = all_of(parts, [gap_premise], holding="first")
+    text = "; ".join(t for _, _, t in parts)
     out.append(judged("certificate_valid", "the IW estimate tracks Δ_true, the overlap bound holds, and certified "
                       "windows are fair",
                       f"|Δ_IW − Δ_true| ≤ {IW_TOL}; bound holds ≥ {BOUND_RATE:.0%} of batches; ≤ "
@@ -189,7 +170,8 @@ def claims(estimates: pd.DataFrame, checkpoints: pd.DataFrame, table: pd.DataFra
                            margin=ORACLE_GAP, direction="less"))
         name = f"{env} profit SELLF {s_p.mean():.1f} − {PROFIT_RATIO}×oracle {PROFIT_RATIO * o_p.mean():.1f}"
         parts.append(_part(name, paired_ci(s_p, PROFIT_RATIO * o_p, LEVEL), rule="no_worse", margin=0.0))
-    j, text, line = _conjunction(parts)
+    j, line = all_of(parts, holding="first")
+    text = "; ".join(t for _, _, t in parts)
     out.append(judged("sellf_matches_oracle", "SELLF reaches comparable fairness and performance to the oracle agent",
                       f"both envs: SELLF |Δ| ≤ {SELLF_MAX_DELTA}; SELLF − oracle |Δ| < {ORACLE_GAP} and SELLF profit "
                       f"> {PROFIT_RATIO} × oracle's ({LEVEL:.0%} CIs over seeds)", text, j, detail=line,
@@ -197,7 +179,8 @@ def claims(estimates: pd.DataFrame, checkpoints: pd.DataFrame, table: pd.DataFra
     # premise (R1 v): plain PPO is unfair -------------------------------------------------------------
     parts = [_part(f"{env} PPO |Δ|", mean_ci(_vals(table, env, "ppo", "delta_true"), LEVEL, label="|Δ|"),
                    rule="bound", margin=PPO_MIN) for env in envs]
-    j, text, line = _conjunction(parts)
+    j, line = all_of(parts, holding="first")
+    text = "; ".join(t for _, _, t in parts)
     out.append(judged("premise", "the environment produces unfairness: plain PPO is unfair",
                       f"PPO |Δ| > {PPO_MIN} in both envs ({LEVEL:.0%} CI over seeds)", text, j, detail=line,
                       seeds=seeds_label(rl_seeds)))

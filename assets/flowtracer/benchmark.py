@@ -19,11 +19,10 @@ import pandas as pd
 
 from assets.common.bootstrap import hierarchical_bootstrap
 from assets.common.claims import (
-    HOLDS,
-    REFUTED,
     Claim,
     Premise,
     Verdict,
+    all_of,
     judged,
     mean_ci,
     not_evaluated,
@@ -46,17 +45,11 @@ POINTWISE = ("random", "attention", "entropy")
 PAPER_MASKING = {"flow": (45.9, 14.9), "random": (29.5, 4.5), "bottom": (14.9, 0.5)}
 
 
-def all_of(parts: Sequence[Verdict]) -> Verdict:
-    """One verdict for a conjunction of comparisons: the first refuted part if any, else the first
-    part that is not holds (inconclusive), else the part whose interval is nearest its threshold."""
-    for outcome in (REFUTED,):
-        for v in parts:
-            if v.outcome == outcome:
-                return v
-    for v in parts:
-        if v.outcome != HOLDS:
-            return v
-    return min(parts, key=lambda v: v.low - (v.margin if v.rule == "bound" else 0.0))
+def _shown(v: Verdict) -> float:
+    """When every part holds, the one shown: the lowest lower bound, net of the threshold for a
+    'bound' part. Kept byte-identical with the helper all_of replaced (issue 45); for a 'less' part
+    this is not the part nearest its threshold (all_of's default "nearest" would use −upper bound)."""
+    return v.low - (v.margin if v.rule == "bound" else 0.0)
 
 
 def band_premise(checkpoints: pd.DataFrame | None, band: tuple[float, float] | None) -> tuple[Premise, ...]:
@@ -151,8 +144,9 @@ def masking_gaps(masking: pd.DataFrame, n_boot: int, seed: int, band: str, premi
     rates = {r: masking_matrix(masking, r, band) for r in ("flow", "random", "bottom")}
     top_vs_random = hierarchical_bootstrap(rates["flow"] - rates["random"], n_boot, seed, LEVEL)
     random_vs_bottom = hierarchical_bootstrap(rates["random"] - rates["bottom"], n_boot, seed + 1, LEVEL)
-    judgement = all_of([_v(top_vs_random, margin=MASK_GAP, premises=premises),
-                        _v(random_vs_bottom, margin=MASK_GAP, premises=premises)])
+    judgement = all_of([("top − random", _v(top_vs_random, margin=MASK_GAP, premises=premises)),
+                        ("random − bottom", _v(random_vs_bottom, margin=MASK_GAP, premises=premises))],
+                       holding=_shown)[0]
     return top_vs_random, random_vs_bottom, judgement
 
 
@@ -186,8 +180,9 @@ def auroc_claim(tokens: pd.DataFrame, n_boot: int, seed: int, band: str,
                                    n_boot, seed + 1) for r in ("one_hop", "rollout")}
     base = {r: float(np.mean([A.relevance_auroc(part[part["seed"] == s], r) for s in seeds]))
             for r in ("one_hop", "rollout", "attention", "recency", "random")}
-    judgement = all_of([_v(flow, rule="bound", margin=AUROC_MIN, premises=premises),
-                        *(_v(g, margin=AUROC_GAP, premises=premises) for g in gaps.values())])
+    judgement = all_of([("AUROC(τ)", _v(flow, rule="bound", margin=AUROC_MIN, premises=premises)),
+                        *((k, _v(g, margin=AUROC_GAP, premises=premises)) for k, g in gaps.items())],
+                       holding=_shown)[0]
     measured = (f"AUROC(τ) {flow[0]:.3f} [{LEVEL:.0%} CI {flow[1]:.3f}, {flow[2]:.3f}]; − 1-hop "
                 f"{_ci_text(*gaps['one_hop'])}; − rollout {_ci_text(*gaps['rollout'])}")
     claim = judged(
@@ -255,7 +250,7 @@ def rl_claim(evals: pd.DataFrame, n_boot: int, seed: int, premises: Sequence[Pre
         "rl_gain", "GRPO with top-40 % flow credit (γ = 1.5) learns faster than uniform GRPO and than point-wise "
         "credit; crediting the bottom 40 % hurts",
         "+2.2 … +4.0 math average over GRPO; Countdown 52.6 → 63.2; bottom-k hurts",
-        measured, all_of(verdicts),
+        measured, all_of(list(enumerate(verdicts)), holding=_shown)[0],
         detail="effect rule, margin 0, on flowtracer − uniform and flowtracer − each of random / attention / entropy; "
         "bottom − uniform < 0 (held-out greedy accuracy AUC over the GRPO steps).",
         seeds=seeds_label(seeds))
@@ -288,7 +283,7 @@ def middle_layers_claim(masking: pd.DataFrame, tokens: pd.DataFrame, n_boot: int
     measured = ("top-τ answer change " + ", ".join(f"{b} {100 * change[b].mean():.1f} %" for b in bands)
                 + "; AUROC " + ", ".join(f"{b} {aurocs[b]:.3f}" for b in bands) + "; " + "; ".join(parts))
     claim = judged(
-        "middle_layers", what, paper, measured, all_of(verdicts),
+        "middle_layers", what, paper, measured, all_of(list(enumerate(verdicts)), holding=_shown)[0],
         detail=f"effect rule, margin 0, on band {middle} minus every other band, for both the top-τ masking "
         "answer change and the relevance AUROC (analysis of the SFT checkpoints; the RL layer-band ablation is "
         "gpu-profile work).", seeds=seeds_label(seeds))

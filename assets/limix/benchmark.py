@@ -16,7 +16,12 @@ from assets.limix.params import EMBEDDING_VARIANTS
 
 LEVEL = 0.90
 PAPER = "LimiX-2M"
-ORDER = {C.REFUTED: 0, C.INCONCLUSIVE: 1, C.HOLDS: 2}
+
+
+# all_of's options that keep this paper's claim rows byte-identical with the local helper it
+# replaced (issue 45): the first part decides when all hold; parts listed as 'name: outcome (text)', no
+# 'decided by'.
+_ALL_OF = {"holding": "first", "prefix": "", "part": "{name}: {outcome} ({text})", "suffix": ""}
 
 
 def learned_premise(checkpoints: pd.DataFrame, variants: tuple[str, ...], min_auc: float,
@@ -39,13 +44,6 @@ def paired(frame: pd.DataFrame, a: str, b: str, value: str, keys: tuple[str, ...
     if a not in wide or b not in wide:
         return np.array([]), np.array([])
     return wide[a].to_numpy(), wide[b].to_numpy()
-
-
-def weakest(parts: list[tuple[str, C.Verdict, str]]) -> tuple[C.Verdict, str]:
-    """The weakest of several verdicts decides (refuted < inconclusive < holds); the detail lists all."""
-    worst = min(parts, key=lambda p: ORDER[p[1].outcome])
-    detail = "; ".join(f"{name}: {v.outcome} ({text})" for name, v, text in parts)
-    return worst[1], detail
 
 
 def _compare(name: str, t: np.ndarray, c: np.ndarray, *, rule: str, margin: float, premises) -> tuple:
@@ -79,7 +77,7 @@ def each_helps(scores: pd.DataFrame, checkpoints: pd.DataFrame, gate) -> C.Claim
         t, c = paired(scores, "rabel_snf", other, "auc")
         parts.append(_compare(f"vs {other} (margin {margin:g})", t, c, rule="effect", margin=margin,
                               premises=[premise]))
-    v, detail = weakest(parts)
+    v, detail = C.all_of(parts, **_ALL_OF)
     return C.judged("each_helps", "RaBEL and S→N→F each raise ROC-AUC at equal parameters: RaBEL-SNF > RaBEL-FSN, "
                     "> Linear-SNF, ≥ Linear-FSN + 0.01", "each change helps (embedding table, ablation)",
                     f"weakest of three paired CIs: {v.outcome}", v, detail=detail)
@@ -98,7 +96,7 @@ def beats_larger(scores: pd.DataFrame, timings: pd.DataFrame | None, checkpoints
     if len(parts) == 1:
         parts.append(("faster", C.verdict(float("nan"), float("nan"), float("nan"), premises=C.Premise(
             "inference timings recorded", "none", False)), "no timings"))
-    v, detail = weakest(parts)
+    v, detail = C.all_of(parts, **_ALL_OF)
     return C.judged("beats_larger", "RaBEL-SNF matches or beats the larger Linear-FSN (TabPFN-v2-style, d × 2) in "
                     "ROC-AUC and is faster", "LimiX-2M beats TabPFN-v2 (7 M) on most suites", f"{v.outcome}", v,
                     detail=detail, volatile=True)
@@ -133,7 +131,7 @@ def same_cost(timings: pd.DataFrame | None) -> C.Claim:
                       ci.text()))
     if not parts:
         return C.not_evaluated("same_cost", claim, "no extra cost", "no paired SNF/FSN timings")
-    v, detail = weakest(parts)
+    v, detail = C.all_of(parts, **_ALL_OF)
     return C.judged("same_cost", claim, "no extra cost (same modules reordered)", f"{v.outcome}; {parts[0][2]}", v,
                     detail=detail, volatile=True)
 
@@ -172,7 +170,7 @@ def best_embedding(scores: pd.DataFrame | None = None, checkpoints: pd.DataFrame
         premise = learned_premise(checkpoints, ("rabel_snf", other), *gate)
         t, c = paired(scores, "rabel_snf", other, "auc")
         parts.append(_compare(f"vs {other}", t, c, rule="effect", margin=0.0, premises=[premise]))
-    v, detail = weakest(parts)
+    v, detail = C.all_of(parts, **_ALL_OF)
     return C.judged("best_embedding", f"{claim}: RaBEL-SNF > {', '.join(run)} in ROC-AUC", paper,
                     f"weakest of {len(parts)} paired CIs: {v.outcome}", v, detail=detail)
 

@@ -17,6 +17,7 @@ from assets.common.claims import (
     REFUTED,
     Claim,
     Verdict,
+    all_of,
     judged,
     mean_ci,
     not_evaluated,
@@ -198,15 +199,21 @@ CI_LEVEL = 0.90             # every interval: two-sided 90 % t over seeds (paire
 _ORDER = {REFUTED: 0, INCONCLUSIVE: 1, HOLDS: 2}
 
 
-def _combine(parts: list[tuple[str, Verdict]], mode: str = "all") -> tuple[Verdict, str]:
-    """Cells combined by CI verdicts. mode "all" ("in every cell"): refuted when one cell is
-    refuted, holds when all hold; mode "any" ("in at least one", "or"): holds when one holds,
-    refuted when all are refuted; inconclusive otherwise. Returns the deciding cell's verdict."""
-    pick = min if mode == "all" else max
-    name, v = pick(parts, key=lambda p: _ORDER[p[1].outcome])
+# all_of's options that keep this paper's claim rows byte-identical with the helper it replaced
+# (issue 45): the first cell decides when all hold; the line counts the outcomes.
+_EVERY_CELL = {"holding": "first", "part": None, "prefix": "",
+               "suffix": "{holds} hold, {refuted} refuted, {inconclusive} inconclusive of {n} (every cell); "
+                         "decided by {name} {ci}"}
+
+
+def _any_cell(parts: list[tuple[str, Verdict]]) -> tuple[Verdict, str]:
+    """A disjunction ("in at least one cell", "or"), the dual of `all_of`: holds when one cell holds
+    (the first holding cell decides), refuted when every cell is refuted, inconclusive otherwise
+    (the first inconclusive cell decides). Returns the deciding cell's verdict and the count line."""
+    name, v = max(parts, key=lambda p: _ORDER[p[1].outcome])
     counts = {o: sum(p[1].outcome == o for p in parts) for o in _ORDER}
     line = (f"{counts[HOLDS]} hold, {counts[REFUTED]} refuted, {counts[INCONCLUSIVE]} inconclusive of {len(parts)}"
-            f" ({'every cell' if mode == 'all' else 'any one'}); decided by {name} {v.ci_text()}")
+            f" (any one); decided by {name} {v.ci_text()}")
     return v, line
 
 
@@ -241,7 +248,7 @@ def _far_claim(claim_id: str, claim: str, results: pd.DataFrame, method: str, se
         return not_evaluated(claim_id, claim, paper, "no stationary runs", premise="runs present",
                              seeds=seeds_label(seeds))
     cells = _cell_bounds(rows, ["detector", "scenario", "alpha"], FAR_TOLERANCE, "less")
-    j, line = _combine([(n, v) for n, v, _ in cells])
+    j, line = all_of([(n, v) for n, v, _ in cells], **_EVERY_CELL)
     worst = max(cells, key=lambda c: c[2])
     return judged(claim_id, claim, paper,
                   f"worst mean FAR − α = {worst[2]:+.4f} ({worst[0]}) {worst[1].ci_text()}; deciding cell "
@@ -269,10 +276,10 @@ def _vanishing_claim(results: pd.DataFrame, seeds: list[int]) -> Claim:
     lo, sh = long.loc[common].to_numpy(float), short.loc[common].to_numpy(float)
     halved = paired_ci(lo, VANISHING_FRACTION * sh, CI_LEVEL)
     within = mean_ci(lo, CI_LEVEL, label="excess(T)")
-    j, line = _combine([(f"excess(T) − {VANISHING_FRACTION:g} × excess(T_short) < 0",
-                         verdict_of(halved, rule="effect", margin=0.0, direction="less")),
-                        (f"excess(T) ≤ {FAR_TOLERANCE:g}",
-                         verdict_of(within, rule="bound", margin=FAR_TOLERANCE, direction="less"))], mode="any")
+    j, line = _any_cell([(f"excess(T) − {VANISHING_FRACTION:g} × excess(T_short) < 0",
+                          verdict_of(halved, rule="effect", margin=0.0, direction="less")),
+                         (f"excess(T) ≤ {FAR_TOLERANCE:g}",
+                          verdict_of(within, rule="bound", margin=FAR_TOLERANCE, direction="less"))])
     return judged("vanishing_excess", claim, paper,
                   f"mean FAR − α: {sh.mean():+.4f} at the short horizon → {lo.mean():+.4f} at the full length; "
                   f"long − {VANISHING_FRACTION:g} × short {halved.text()}; {within.text()}", j,
@@ -302,7 +309,7 @@ def evaluate_claims(results: pd.DataFrame, gaussian: pd.DataFrame) -> list[Claim
         claims.append(_no_runs("fixed_threshold_fails", claim, paper, text_seeds))
     else:
         cells = _cell_bounds(b1, ["detector", "scenario", "alpha"], B1_EXCESS, "greater")
-        j, line = _combine([(n, v) for n, v, _ in cells], mode="any")
+        j, line = _any_cell([(n, v) for n, v, _ in cells])
         worst = max(cells, key=lambda c: c[2])
         claims.append(judged("fixed_threshold_fails", claim, paper,
                              f"B1 worst mean FAR − α = {worst[2]:+.4f} ({worst[0]}) {worst[1].ci_text()}", j,
@@ -319,7 +326,7 @@ def evaluate_claims(results: pd.DataFrame, gaussian: pd.DataFrame) -> list[Claim
         claims.append(_no_runs("gaussian_far_control", claim, paper, gauss_seeds))
     else:
         cells = _cell_bounds(g, ["mu", "alpha"], FAR_TOLERANCE, "less")
-        j, line = _combine([(n, v) for n, v, _ in cells])
+        j, line = all_of([(n, v) for n, v, _ in cells], **_EVERY_CELL)
         worst = max(cells, key=lambda c: c[2])
         claims.append(judged("gaussian_far_control", claim, paper,
                              f"worst mean FAR − α = {worst[2]:+.4f} ({worst[0]}) {worst[1].ci_text()}; "
@@ -351,7 +358,7 @@ def _power_claim(gaussian: pd.DataFrame, seeds: list[int]) -> Claim:
         cells.append((f"μ={mu:g}, α={alpha:g}", verdict_of(ci, rule="effect", margin=0.0), ratio, ci))
     if not cells:
         return _no_runs("power_vs_oracle", claim, paper, seeds)
-    j, line = _combine([(c[0], c[1]) for c in cells])
+    j, line = all_of([(c[0], c[1]) for c in cells], **_EVERY_CELL)
     worst = min(cells, key=lambda c: c[3].low)
     return judged("power_vs_oracle", claim, paper,
                   f"worst cell {worst[0]}: ratio of means {worst[2]:.3f}; {worst[3].text()}", j,

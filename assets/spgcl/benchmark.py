@@ -13,11 +13,9 @@ import pandas as pd
 from scipy import stats
 
 from assets.common.claims import (
-    HOLDS,
-    INCONCLUSIVE,
-    REFUTED,
     Claim,
     Verdict,
+    all_of,
     judged,
     mean_ci,
     not_evaluated,
@@ -158,7 +156,6 @@ def _mean_acc(summary: pd.DataFrame, graph: str, method: str, numhop: int = CLAI
 # graph or every baseline is the conjunction of its parts: refuted when one part is refuted, holds
 # when all hold, inconclusive otherwise.
 CLAIM_LEVEL = 0.90
-_ORDER = {REFUTED: 0, INCONCLUSIVE: 1, HOLDS: 2}
 
 
 def paired_accuracy(probe: pd.DataFrame, graph: str, a: str, b: str,
@@ -187,11 +184,6 @@ def _compare(a: np.ndarray, b: np.ndarray, seeds: list[int], *, rule: str, margi
     return verdict_of(ci, rule=rule, margin=margin), text
 
 
-def _conjunction(parts: list[tuple[str, Verdict]]) -> tuple[Verdict, str]:
-    name, worst = min(parts, key=lambda p: _ORDER[p[1].outcome])
-    return worst, "parts: " + "; ".join(f"{n} {v.outcome} {v.ci_text()}" for n, v in parts) + f" (decided by {name})"
-
-
 def _seeds(*groups: list[int]) -> str:
     union = sorted({s for g in groups for s in g})
     return seeds_label(union) if union else ""
@@ -201,7 +193,7 @@ def _claim(claim_id: str, claim: str, paper: str, parts: list[tuple[str, Verdict
            detail: str, used: list[list[int]], missing: str) -> Claim:
     if not parts:
         return not_evaluated(claim_id, claim, paper, missing, premise="the arms were run")
-    j, line = _conjunction(parts)
+    j, line = all_of(parts, holding="first")
     return judged(claim_id, claim, paper, "; ".join(texts), j, detail=f"{detail}. {line}", seeds=_seeds(*used))
 
 

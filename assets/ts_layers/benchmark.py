@@ -12,12 +12,10 @@ import numpy as np
 import pandas as pd
 
 from assets.common.claims import (
-    HOLDS,
-    INCONCLUSIVE,
-    REFUTED,
     Claim,
     Premise,
     Verdict,
+    all_of,
     bound_claim,
     judged,
     mean_ci,
@@ -80,15 +78,6 @@ def hb_verdict(values: tuple[float, float, float], n_seeds: int, **rule) -> Verd
     if n_seeds < 2:
         low, high = -np.inf, np.inf
     return verdict(mean, low, high, **rule)
-
-
-def weakest(parts: list[tuple[str, Verdict]]) -> tuple[Verdict, str]:
-    """A conjunction of CI verdicts: refuted when any part is refuted, holds when all hold,
-    inconclusive otherwise; the deciding part's verdict and a line naming every part."""
-    order = {REFUTED: 0, INCONCLUSIVE: 1, HOLDS: 2}
-    name, worst = min(parts, key=lambda q: order[q[1].outcome])
-    return worst, ("parts: " + "; ".join(f"{n} {v.outcome} {v.ci_text(4)}" for n, v in parts)
-                   + f" (decided by {name})")
 
 
 def deepest(p: TSLayersParams) -> int:
@@ -162,8 +151,8 @@ def majority_redundant(imp: pd.DataFrame, p: TSLayersParams) -> tuple[Claim, dic
         rhos[int(s)] = float(np.nan_to_num(rho, nan=0.0))
     ci_f = mean_ci(list(fractions.values()), LEVEL, label="redundant fraction")
     ci_r = mean_ci(list(rhos.values()), LEVEL, label="Spearman")
-    j, line = weakest([("redundant fraction", verdict_of(ci_f, rule="bound", margin=REDUNDANT_MAJORITY)),
-                       ("Spearman", verdict_of(ci_r, rule="bound", margin=SPEARMAN_MIN))])
+    j, line = all_of([("redundant fraction", verdict_of(ci_f, rule="bound", margin=REDUNDANT_MAJORITY)),
+                      ("Spearman", verdict_of(ci_r, rule="bound", margin=SPEARMAN_MIN))], holding="first", digits=4)
     measured = (f"fraction of layers with drop < {REDUNDANT_DROP:.0%}: {ci_f.text(2)} "
                 f"({', '.join(f'seed {s} {v:.0%}' for s, v in fractions.items())}); Spearman(I, drop) {ci_r.text(2)} "
                 f"({', '.join(f'seed {s} {v:+.2f}' for s, v in rhos.items())})")
@@ -198,7 +187,7 @@ def pruned_better(table: pd.DataFrame, p: TSLayersParams) -> Claim:
                              "21 % params, up to 12 % better", f"TSFM L = {deep} not pruned", premise="arm run")
     parts = [(f"vs {r.baseline}", hb_verdict((r.diff, r.low, r.high), len(p.seeds), rule="effect", margin=0.0,
                                              direction="less")) for r in g.itertuples()]
-    j, line = weakest(parts)
+    j, line = all_of(parts, holding="first", digits=4)
     measured = "; ".join(f"vs {r.baseline} {r.baseline_mse:.4f}: {fmt_ci((r.diff, r.low, r.high))} ({r.relative:+.1%})"
                          for r in g.itertuples())
     return judged("pruned_better", f"keep-25 % (TSFM L = {deep}) test MSE below the full model continued for the "

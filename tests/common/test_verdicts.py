@@ -12,6 +12,7 @@ from assets.common.claims import (
     REFUTED,
     Claim,
     Premise,
+    all_of,
     bound_claim,
     judged,
     mean_ci,
@@ -19,6 +20,7 @@ from assets.common.claims import (
     observation,
     proportion_ci,
     sanity,
+    slack,
     verdict,
 )
 
@@ -121,3 +123,84 @@ def test_rows_carry_verdict_premise_and_ci():
     assert missing.verdict == INCONCLUSIVE and "input present" in missing.premise
     with pytest.raises(ValueError, match="carries no verdict"):
         Claim("x", "c", "p", "m", j, kind="observation")
+
+
+# ---------------------------------------------------------------- all_of: the one conjunction
+H = verdict(0.30, 0.10, 0.50, rule="effect", margin=0.2)          # holds: lo 0.10 > 0 and 0.30 ≥ 0.2
+H2 = verdict(0.90, 0.85, 0.95, rule="bound", margin=0.80)         # holds, 0.05 above its bound
+H3 = verdict(-0.30, -0.50, -0.20, rule="effect", direction="less")  # holds: hi −0.20 < 0
+R = verdict(0.05, 0.01, 0.09, rule="effect", margin=0.2)          # refuted: hi 0.09 < 0.2
+I = verdict(0.30, -0.10, 0.70, rule="effect", margin=0.2)         # inconclusive: the CI includes 0
+GATE_OK, GATE_FAILED = Premise("gate ≥ 0.8", "0.9", True), Premise("gate ≥ 0.8", "0.4", False)
+
+
+@pytest.mark.parametrize(("outcomes", "expected", "decisive"), [
+    ((H,), HOLDS, 0), ((R,), REFUTED, 0), ((I,), INCONCLUSIVE, 0),
+    ((H, H2), HOLDS, 1),                      # all hold: the part nearest its threshold (0.05 < 0.10)
+    ((H, R), REFUTED, 1), ((R, H), REFUTED, 0),
+    ((H, I), INCONCLUSIVE, 1), ((I, H), INCONCLUSIVE, 0),
+    ((I, R), REFUTED, 1),                     # a refuted part refutes even next to an open one
+    ((I, R, I, R), REFUTED, 1),               # the first refuted part decides
+    ((H, I, H, I), INCONCLUSIVE, 1),          # the first part that does not hold decides
+])
+def test_all_of_refutes_on_any_holds_on_every_part(outcomes, expected, decisive):
+    names = [f"p{i}" for i in range(len(outcomes))]
+    j, text = all_of(list(zip(names, outcomes)))
+    assert j.outcome == expected
+    assert (j.estimate, j.low, j.high) == (outcomes[decisive].estimate, outcomes[decisive].low,
+                                           outcomes[decisive].high)
+    assert text.endswith(f"(decided by p{decisive})") and text.startswith("parts: p0 ")
+
+
+def test_all_of_a_failed_premise_makes_it_inconclusive():
+    j, _ = all_of([("a", H), ("b", H2)], [GATE_FAILED])
+    assert j.outcome == INCONCLUSIVE and j.reason.startswith("premise: gate ≥ 0.8, measured 0.4")
+    assert j.premises[-1] == GATE_FAILED
+    j, _ = all_of([("a", H), ("b", H2)], GATE_OK)            # a met premise changes nothing but the record
+    assert j.outcome == HOLDS and j.premises == (GATE_OK,)
+    j, _ = all_of([("a", H), ("b", R)], [GATE_FAILED])        # even a refuted part cannot decide then
+    assert j.outcome == INCONCLUSIVE
+    j, _ = all_of([("a", H), ("b", R)], [GATE_FAILED], reason="every")
+    assert j.outcome == INCONCLUSIVE and j.reason.startswith("premise: gate") and GATE_FAILED in j.premises
+
+
+def test_all_of_reason_every_lists_each_part_and_merges_premises():
+    with_gate = verdict(0.30, 0.10, 0.50, rule="effect", margin=0.2, premises=GATE_OK)
+    j, _ = all_of([("a", with_gate), ("b", R), ("c", with_gate)], reason="every")
+    assert j.outcome == REFUTED and (j.low, j.high) == (R.low, R.high)
+    assert j.reason.startswith("all parts must hold (any refuted part refutes): a holds (")
+    assert "; b refuted (" in j.reason and j.premises == (GATE_OK,)          # merged without repeats
+
+
+def test_all_of_decisive_part_when_all_hold():
+    parts = [("a", H), ("b", H2), ("c", H3)]                 # slack: 0.10, 0.05, 0.20
+    assert [slack(v) for _, v in parts] == pytest.approx([0.10, 0.05, 0.20])
+    assert all_of(parts)[0] is H2                             # nearest its threshold
+    assert all_of(parts, holding="first")[0] is H
+    assert all_of(parts, holding="lowest")[0] is H3           # lowest lower bound (−0.50), whatever its rule
+    assert all_of(parts, holding=lambda v: -v.high)[0] is H2  # a key function
+    no_worse = verdict(-0.01, -0.03, 0.01, rule="no_worse", margin=0.05)
+    assert slack(no_worse) == pytest.approx(0.02)             # lo −0.03 clears −0.05 by 0.02
+    assert slack(verdict(0.5, 0.40, 0.45, rule="bound", margin=0.5, direction="less")) == pytest.approx(0.05)
+    with pytest.raises(ValueError, match="holding"):
+        all_of(parts, holding="best")
+
+
+def test_all_of_text_forms():
+    parts = [("a", H, "Δ +0.3"), ("b", I, "Δ +0.3 wide")]
+    assert all_of(parts)[1] == "parts: a holds [+0.1, +0.5]; b inconclusive [-0.1, +0.7] (decided by b)"
+    assert all_of(parts, part="{name}: {text} → {outcome}", prefix="")[1] == \
+        "a: Δ +0.3 → holds; b: Δ +0.3 wide → inconclusive (decided by b)"
+    assert all_of(parts, part=None, prefix="", suffix="{holds} hold, {refuted} refuted, {inconclusive} "
+                  "inconclusive of {n}; decided by {name} {ci}")[1] == \
+        "1 hold, 0 refuted, 1 inconclusive of 2; decided by b [-0.1, +0.7]"
+    assert all_of([("x", H)], digits=4)[1] == "parts: x holds [+0.1, +0.5] (decided by x)"
+    with pytest.raises(ValueError, match="at least one part"):
+        all_of([])
+
+
+def test_all_of_keeps_the_decisive_verdict_without_premises():
+    custom = verdict(0.05, 0.01, 0.09, rule="effect", margin=0.2)
+    assert all_of([("a", H), ("b", custom)])[0] is custom     # unchanged, not re-judged
+    j, _ = all_of([("a", H), ("b", custom)], [GATE_OK])        # with premises: re-judged on its interval
+    assert j.outcome == REFUTED and j.reason == custom.reason and j.premises == (GATE_OK,)

@@ -38,8 +38,9 @@ def test_overhead_verdicts():
 
 
 def test_all_of_takes_the_refuted_then_the_inconclusive_part():
-    from assets.common.claims import verdict
+    from assets.common.claims import all_of, verdict
 
     h, i, r = verdict(1, 0.5, 1.5), verdict(1, -0.5, 1.5), verdict(-1, -1.5, -0.5)
-    assert B.all_of([h, i]).outcome == "inconclusive" and B.all_of([h, i, r]).outcome == "refuted"
-    assert B.all_of([h, h]).outcome == "holds"
+    assert all_of([("h", h), ("i", i)], holding=B._shown)[0].outcome == "inconclusive"
+    assert all_of([("h", h), ("i", i), ("r", r)], holding=B._shown)[0].outcome == "refuted"
+    assert all_of([("a", h), ("b", h)], holding=B._shown)[0].outcome == "holds"

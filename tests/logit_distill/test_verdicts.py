@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from assets.common.claims import HOLDS, INCONCLUSIVE, REFUTED, SANITY, verdict
+from assets.common.claims import HOLDS, INCONCLUSIVE, REFUTED, SANITY, all_of, verdict
 from assets.logit_distill import benchmark as B
 
 
@@ -29,10 +29,10 @@ def spirals(mcca_gap: float, drep_l2, drep_kl):
 def test_and_or_combinations():
     h, r, i = verdict(1, 0.5, 2), verdict(-1, -2, -0.5), verdict(0, -1, 1)
     assert (h.outcome, r.outcome, i.outcome) == (HOLDS, REFUTED, INCONCLUSIVE)
-    assert B.all_of([("a", h), ("b", h)]).outcome == HOLDS
-    assert B.all_of([("a", h), ("b", r)]).outcome == REFUTED
-    assert B.all_of([("a", i), ("b", r)]).outcome == REFUTED
-    assert B.all_of([("a", h), ("b", i)]).outcome == INCONCLUSIVE
+    assert all_of([("a", h), ("b", h)], **B._ALL_OF)[0].outcome == HOLDS
+    assert all_of([("a", h), ("b", r)], **B._ALL_OF)[0].outcome == REFUTED
+    assert all_of([("a", i), ("b", r)], **B._ALL_OF)[0].outcome == REFUTED
+    assert all_of([("a", h), ("b", i)], **B._ALL_OF)[0].outcome == INCONCLUSIVE
     assert B.any_of([("a", r), ("b", h)]).outcome == HOLDS
     assert B.any_of([("a", r), ("b", r)]).outcome == REFUTED
     assert B.any_of([("a", r), ("b", i)]).outcome == INCONCLUSIVE

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from assets.common.claims import all_of
 from assets.pfn_causal import benchmark as B
 
 
@@ -22,9 +23,9 @@ def test_conjunction_refutes_on_any_refuted_part():
     good = B.compare(np.array([3.0, 3.1, 2.9]), np.ones(3), "greater")
     bad = B.compare(np.array([0.5, 0.6, 0.4]), np.ones(3), "greater")
     open_ = B.compare(np.array([3.0, 3.0, 0.5]), np.ones(3), "greater")
-    assert B.conjunction([("a", good), ("b", good)])[0].outcome == "holds"
-    assert B.conjunction([("a", good), ("b", open_)])[0].outcome == "inconclusive"
-    assert B.conjunction([("a", open_), ("b", bad)])[0].outcome == "refuted"
+    assert all_of([("a", *good), ("b", *good)], **B._ALL_OF)[0].outcome == "holds"
+    assert all_of([("a", *good), ("b", *open_)], **B._ALL_OF)[0].outcome == "inconclusive"
+    assert all_of([("a", *open_), ("b", *bad)], **B._ALL_OF)[0].outcome == "refuted"
 
 
 def bank(sizes=(1, 3)) -> pd.DataFrame:

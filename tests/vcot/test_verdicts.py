@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from assets.common.claims import HOLDS, INCONCLUSIVE, REFUTED, SANITY, verdict
+from assets.common.claims import HOLDS, INCONCLUSIVE, REFUTED, SANITY, all_of, verdict
 from assets.vcot import benchmark as B
 
 
@@ -36,7 +36,7 @@ def test_all_of_is_the_conjunction(outcomes, expected):
     interval = {HOLDS: (2.0, 1.0, 3.0), REFUTED: (-2.0, -3.0, -1.0), INCONCLUSIVE: (0.5, -1.0, 2.0)}
     parts = [(f"part{i}", verdict(*interval[o], rule="effect", margin=0.0)) for i, o in enumerate(outcomes)]
     assert [v.outcome for _, v in parts] == list(outcomes)
-    assert B.all_of(parts).outcome == expected
+    assert all_of(parts, **B._ALL_OF)[0].outcome == expected
 
 
 def test_fragility_holds_for_a_large_monotone_drop_and_is_refuted_for_a_flat_one():
