@@ -20,7 +20,7 @@ from assets.common.claims import (
     INCONCLUSIVE,
     REFUTED,
     Claim,
-    Verdict,
+    all_of,
     judged,
     mean_ci,
     observation,
@@ -110,13 +110,6 @@ def pareto_domination(quality: pd.DataFrame, viar_model: str, var_models: list[s
     return pd.DataFrame(rows)
 
 
-def _decider(parts: dict[str, Verdict]) -> str:
-    """The part that decides a claim all of whose parts must hold: the first refuted part, else the
-    first that does not hold, else the last part."""
-    return next((n for n, v in parts.items() if v.outcome == REFUTED), None) or next(
-        (n for n, v in parts.items() if v.outcome != HOLDS), list(parts)[-1])
-
-
 def evaluate_claims(dataset: str, quality: pd.DataFrame, throughput: pd.DataFrame, memory: pd.DataFrame,
                     convergence: pd.DataFrame, params: dict[str, Any], floor: float,
                     claim_depth: int, viar_name: str, ladder: list[int],
@@ -155,16 +148,14 @@ def evaluate_claims(dataset: str, quality: pd.DataFrame, throughput: pd.DataFram
     acc_ci = mean_ci((av[seeds] - aa[seeds]).to_numpy(), label="Δconsistency")
     parts = {"FCD within the bound": verdict_of(fcd_ci, rule="bound", margin=0.0),
              "consistency no worse": verdict_of(acc_ci, rule="no_worse", margin=V2_CONSISTENCY_MARGIN)}
-    outcomes = [v.outcome for v in parts.values()]
-    decider = _decider(parts)
+    v2, v2_text = all_of(list(parts.items()))
     claims.append(judged(
         "v2_quality_parity", f"FCD(VIAR {full}) ≤ {V2_FCD_FACTOR:g}·FCD({var_name}) + floor; class consistency "
         f"within {V2_CONSISTENCY_MARGIN * 100:.0f} points (per-seed CIs; both parts must hold)",
         "FID 2.16 (VIAR) vs 2.08 (VAR-d30), cfg 1.5",
         f"FCD {fcd_viar:.2f} vs bound {bound:.2f} (VAR {fcd_var:.2f}, floor {floor:.2f}), {fcd_ci.text()}; "
-        f"class consistency {acc_viar:.3f} vs {acc_var:.3f}, {acc_ci.text()}", parts[decider],
-        detail="parts: " + "; ".join(f"{n} {v.outcome} {v.ci_text()}" for n, v in parts.items())
-               + f" (decided by {decider}; {'/'.join(outcomes)})", seeds=seeds_label(seeds)))
+        f"class consistency {acc_viar:.3f} vs {acc_var:.3f}, {acc_ci.text()}", v2,
+        detail=v2_text, seeds=seeds_label(seeds)))
 
     # V3 knob works + convergence: three parts over seeds, decided by the weakest
     one, mid = schedules["one"], schedules["mid"]
@@ -186,15 +177,14 @@ def evaluate_claims(dataset: str, quality: pd.DataFrame, throughput: pd.DataFram
     v3_parts = {f"{one} worse than {mid}": verdict_of(knob_ci, rule="effect", margin=0.0),
                 f"{mid} within the floor of {full}": verdict_of(tail_ci, rule="no_worse", margin=floor),
                 "converged": min((by_residual, by_cosine), key=lambda v: rank[v.outcome])}
-    v3_decider = _decider(v3_parts)
+    v3, v3_text = all_of(list(v3_parts.items()))
     claims.append(judged(
         "v3_knob_works", f"FCD({one}) > FCD({mid}) ≥ FCD({full}) − floor; finest-scale residual at t={V3_PROBE_T} "
         f"< {V3_MAX_RESIDUAL:g} (or cos > {V3_MIN_COSINE:g}) (per-seed CIs; all three parts must hold)",
         "cos-sim > 0.98 after 5 iterations, ≈0.999 after 10; fewer steps suffice",
         f"FCD {f1:.2f} / {f4:.2f} / {f8:.2f} (floor {floor:.2f}), {knob_ci.text()}, {tail_ci.text()}; "
-        f"finest-scale residual(t={V3_PROBE_T}) {res5:.4f}, cos {cos5:.4f}", v3_parts[v3_decider],
-        detail="parts: " + "; ".join(f"{n} {v.outcome} {v.ci_text()}" for n, v in v3_parts.items())
-               + f" (decided by {v3_decider})", seeds=seeds_label(seeds3)))
+        f"finest-scale residual(t={V3_PROBE_T}) {res5:.4f}, cos {cos5:.4f}", v3,
+        detail=v3_text, seeds=seeds_label(seeds3)))
 
     # V4 constant training memory
     mem = memory[memory["dataset"] == dataset]
