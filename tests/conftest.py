@@ -235,3 +235,10 @@ def run_device_check(slug: str, device: str, tmp_path: Path, *extra: str) -> tup
     out = tmp_path / f"{slug}_device_check.json"
     code = module.main(["--device", device, "--tiny", "--out", str(out), *extra])
     return code, json.loads(out.read_text()) if out.exists() else None
+
+
+def assert_projection_adds_up(projection: dict) -> None:
+    """A device check's projection: its total is the sum of its phases' seconds."""
+    import pytest
+
+    assert projection["gpu_profile_s"] == pytest.approx(sum(p["seconds"] for p in projection["parts"]), abs=1e-3)

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import torch
 
 from assets.common.params import parse
 from assets.lari import runs
@@ -53,10 +52,3 @@ def test_runs_per_net_matches_the_training_jobs():
         key = "stop" if j["net"] == "stop" else f"pointmap_L{j['layers']}"
         counted[key] = counted.get(key, 0) + 1
     assert _module().runs_per_net(gpu) == counted
-
-
-def test_device_check_refuses_cuda_without_a_gpu(tmp_path):
-    if torch.cuda.is_available():
-        pytest.skip("a CUDA device is present")
-    code, report = run_device_check("lari", "cuda", tmp_path)
-    assert code == 2 and report is None

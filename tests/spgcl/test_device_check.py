@@ -3,7 +3,6 @@ of every family's embedding, loss, gradient and optimizer step is exact; the pro
 from __future__ import annotations
 
 import pytest
-import torch
 
 from tests.conftest import DEVICES, run_device_check
 
@@ -27,10 +26,3 @@ def test_device_check_parity_and_projection(tmp_path, device):
     parts = report["projection"]["parts"]
     assert sum(int(r["what"].split(", ")[1].split(" runs")[0]) for r in parts) == runs      # 400 runs
     assert all(r["seconds_per_unit"] > 0 for r in parts) and report["projection"]["gpu_profile_s"] > 0
-
-
-def test_device_check_refuses_cuda_without_a_gpu(tmp_path):
-    if torch.cuda.is_available():
-        pytest.skip("a CUDA device is present")
-    code, report = run_device_check("spgcl", "cuda", tmp_path)
-    assert code == 2 and report is None

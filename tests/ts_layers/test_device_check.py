@@ -7,7 +7,6 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-import torch
 
 from assets.common.params import parse
 from assets.ts_layers.params import TSLayersParams
@@ -42,10 +41,3 @@ def test_realignment_runs_count_the_gpu_profile():
     runs = module.realign_runs(gpu)
     assert len(runs) == 9
     assert [r[1:] for r in runs[3:6]] == [(32, 600, 3), (8, 600, 27), (8, 4600, 3)]
-
-
-def test_device_check_refuses_cuda_without_a_gpu(tmp_path):
-    if torch.cuda.is_available():
-        pytest.skip("a CUDA device is present")
-    code, report = run_device_check("ts_layers", "cuda", tmp_path)
-    assert code == 2 and report is None
