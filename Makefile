@@ -75,14 +75,12 @@ ui: venv
 dvc-repro: venv
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/dvc repro
 
-## make bench: performance benchmarks (not tests), written under data/reports/
+## make bench: every performance benchmark (not tests; the PERFORMANCE list in benchmarks/_bench.py)
+# Each times the method against its baseline in the same run, prints the ratio and writes its rows
+# to results/bench.csv (or $PAPERLAB_BENCH_CSV); its own outputs go under data/ as before.
+# The studies (ablations, budgets, STUDIES there) are run by hand, as their docstrings say.
 bench: venv
-	$(VENV)/bin/python benchmarks/oscs_latency.py
-	$(VENV)/bin/python benchmarks/pac_labels_bench.py
-	$(VENV)/bin/python benchmarks/brew_detection.py
-	$(VENV)/bin/python benchmarks/logit_distill_throughput.py
-	$(VENV)/bin/python benchmarks/spgcl_scaling.py
-	$(VENV)/bin/python benchmarks/viar_throughput.py
+	$(VENV)/bin/python -m benchmarks._bench --run-all
 
 clean-data:
 	find data -mindepth 1 -maxdepth 1 ! -name .gitkeep ! -name README.md -exec rm -rf {} +

@@ -13,6 +13,10 @@ Stages, each timed with perf_counter over the same texts:
 - verification: fresh-pair selection and the exact binomial tail at every shift;
 - end to end: ``brew_detect`` (all of the above) → detections per second.
 
+No baseline is timed in the same run (no other detector, and no claim of BREW's about speed
+to define one), so this is a cost profile: a study in benchmarks/_bench.py, not part of
+`make bench`, and it writes no results/bench.csv row.
+
 Usage: python benchmarks/brew_detection.py [--texts 300] [--out data/reports/brew/detection_speed.json]
 """
 from __future__ import annotations

@@ -2,10 +2,12 @@
 
 1. the window Δ update per decision: ring buffer with running sums (O(1)) vs a recount of the last
    W decisions (O(W)), at W = 2 000 and 20 000, asserting the same Δ values;
-2. SELLF vs PPO training cost per env step (same env, seed and steps).
+2. SELLF vs PPO training cost per env step (same env, seed and steps), after one warm-up
+   iteration of each (the first training in a process pays torch's one-off costs).
 
     .venv/bin/python -m benchmarks.fair_selective_bench [--steps 20480]
-Writes data/reports/fair_selective_bench.md.
+Writes data/reports/fair_selective_bench.md; the three pairs are rows of results/bench.csv
+(benchmarks/_bench.py).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import numpy as np
 from assets.fair_selective import agents as ag
 from assets.fair_selective import env as envs
 from assets.fair_selective import fairness as fm
+from benchmarks._bench import record
 
 
 def window_ratio(size: int, decisions: int = 2000, seed: int = 0) -> tuple[float, float]:
@@ -53,17 +56,24 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=20480)
     args = parser.parse_args()
+    measured = []
     lines = ["# fair_selective performance", "", "| measurement | µs | ratio |", "|---|---|---|"]
     for size in (2000, 20000):
         ring, recount = window_ratio(size)
+        measured.append((f"us_per_decision@delta_update_W={size}", ring, recount))
         lines.append(f"| Δ update W={size}: ring / recount | {ring:.1f} / {recount:.1f} | {recount / ring:.0f}× |")
+    for kind in ("ppo", "sellf"):     # warm-up: torch's first-use costs (~1.5 ms per step at 2048 steps) hit
+        training_cost(kind, 2048)     # whichever kind runs first; one iteration (n_steps) of each
     ppo, sellf = training_cost("ppo", args.steps), training_cost("sellf", args.steps)
+    measured.append(("us_per_env_step@training_sellf_vs_ppo", sellf, ppo))
     lines.append(f"| training per env step: SELLF / PPO | {sellf:.0f} / {ppo:.0f} | {sellf / ppo:.2f} |")
     text = "\n".join(lines) + "\n"
     print(text)
     out = Path("data/reports/fair_selective_bench.md")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
+    for metric, method, baseline in measured:
+        record("fair_selective_bench", metric, method, baseline, "us", "lower")
 
 
 if __name__ == "__main__":

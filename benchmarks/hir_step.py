@@ -7,6 +7,8 @@ lengths), then times `--steps` RL steps of each method in CPU seconds of this pr
 load). Reports per method: seconds per step, its phases (generate, log-probs, select-and-
 rewrite, update), generated tokens per step, and the HiR / GRPO-binary ratios per step and per
 generated response; plus an estimate of the cpu profile's RL wall time alone on 2 workers.
+HiR vs GRPO-binary CPU seconds per step and per generated response are rows of
+results/bench.csv (benchmarks/_bench.py).
 
 Usage: python benchmarks/hir_step.py [--steps 10] [--out /tmp/hir_step.json]
 """
@@ -27,6 +29,7 @@ from assets.common.params import parse  # noqa: E402
 from assets.hir import data as D  # noqa: E402
 from assets.hir import rl, runs  # noqa: E402
 from assets.hir.params import HirParams  # noqa: E402
+from benchmarks._bench import record  # noqa: E402
 from resources.profiles import load_params  # noqa: E402
 
 
@@ -79,6 +82,9 @@ def main() -> None:
     print(text)
     if args.out:
         Path(args.out).write_text(text)
+    if "ratios" in out:
+        for key in ("cpu_s_per_step", "cpu_s_per_response"):
+            record("hir_step", key, out["hir"][key], out["grpo_binary"][key], "cpu-s", "lower")
 
 
 if __name__ == "__main__":

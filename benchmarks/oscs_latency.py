@@ -12,6 +12,8 @@ For each stream length n in (1e3, 1e4, 1e5):
   rule (sum over t <= n, ~ n/2 times the cost at n since it is linear in t) is extrapolated
   and labelled as such.
 
+Each length's per-decision pair is a row of results/bench.csv (benchmarks/_bench.py).
+
 Usage: python benchmarks/oscs_latency.py [--out data/reports/oscs/latency.json] [--repeats 3]
 """
 
@@ -36,6 +38,7 @@ from assets.oscs.method import (  # noqa: E402
     gaussian_stream,
     silverman_bandwidth,
 )
+from benchmarks._bench import record  # noqa: E402
 
 STREAM_LENGTHS = (1_000, 10_000, 100_000)
 TIMED_STEPS = 200
@@ -119,7 +122,10 @@ def main() -> None:
         "note": "whole-stream columns are extrapolated from per-decision timings",
     }
     out.write_text(json.dumps(payload, indent=2))
-    print(f"\nwrote {out}")
+    print(f"\nwrote {out}\n")
+    for row in rows:
+        record("oscs_latency", f"per_decision_s@n={row['stream_length']}", row["oscs_step_seconds"],
+               row["naive_decision_seconds"], "s", "lower")
 
 
 if __name__ == "__main__":

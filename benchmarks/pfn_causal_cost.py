@@ -16,6 +16,8 @@ predictions and baseline estimates of that run) and re-times each method:
 
 nMSE: the run's own predictions (mean over seeds) — zero-shot and MSF on every grid query,
 PWF at its targets, the g-formula on every grid query — at the largest context size.
+Zero-shot, MSF and PWF seconds per answered query against the g-formula's (the classical
+baseline) are rows of results/bench.csv (benchmarks/_bench.py).
 
 Usage: PAPERLAB_DATA_DIR=/path/to/data python benchmarks/pfn_causal_cost.py --profile cpu
        [--out <data>/runs/pfn_causal/cost.json] [--gformula-scms 5]
@@ -41,6 +43,7 @@ from assets.pfn_causal import benchmark as B  # noqa: E402
 from assets.pfn_causal import method as ME  # noqa: E402
 from assets.pfn_causal import runs  # noqa: E402
 from assets.pfn_causal.params import PFNCausalParams  # noqa: E402
+from benchmarks._bench import record  # noqa: E402
 from resources.artifacts import data_root, load_checkpoint, read_json  # noqa: E402
 from resources.profiles import load_params  # noqa: E402
 
@@ -140,6 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     path = Path(args.out) if args.out else data_root() / "runs" / SLUG / "cost.json"     # a run record, not DVC
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text + "\n")
+    for method in ("zero_shot", "msf", "pwf"):
+        record("pfn_causal_cost", f"s_per_query@{method}_vs_g_formula", seconds[method], seconds["g_formula"], "s",
+               "lower")
     return 0
 
 

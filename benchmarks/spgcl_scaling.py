@@ -13,6 +13,10 @@ interpreter and torch (~0.3-0.4 GB) — a process-level upper bound, not the ten
 The scaling exponent b is the least-squares slope of log(seconds/epoch) on log(n); the dense
 loss makes the asymptotic cost O(n²·D), so b → 2 once the n² term dominates.
 
+No baseline is timed in the same run: the comparison is SPGCL against itself across n (the
+exponent b), and a baseline method at n = 50 000 would double an already long run. So this is
+a scaling study in benchmarks/_bench.py, not part of `make bench`; no results/bench.csv row.
+
 Usage: python benchmarks/spgcl_scaling.py [--sizes 2000 10000 50000] [--epochs 3]
        [--device auto|cpu|cuda] [--hidden 128] [--threads 2] [--out data/reports/spgcl/scaling.json]
 """

@@ -13,7 +13,9 @@ the numbers do not depend on the other load of a shared machine; Z3 runs single-
 
 It reports the ratios the issue asks for (lifting cost per program vs plain verification;
 judge tasks/s vs re-verifying the program) and, from the per-program costs, an estimate of
-the cpu profile's wall time alone on 2 cores (40 programs, 2 worker processes).
+the cpu profile's wall time alone on 2 cores (40 programs, 2 worker processes). Both ratios are
+rows of results/bench.csv (benchmarks/_bench.py): lifting vs verifying a program, and judging
+one task vs re-verifying one program (lower is better, so ratio < 1 says lifting costs more).
 
 Usage: python benchmarks/vcot_cost.py [--programs 8] [--out /tmp/vcot_cost.json]
 """
@@ -33,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from assets.vcot import bench, data, judge, lift, vc  # noqa: E402
 from assets.vcot import completers as C  # noqa: E402
 from assets.vcot import lang as L  # noqa: E402
+from benchmarks._bench import record  # noqa: E402
 
 
 def cpu(fn, *args):
@@ -118,6 +121,10 @@ def main(argv: list[str] | None = None) -> dict:
                       if k != "per_program"}, indent=1))
     if args.out:
         Path(args.out).write_text(json.dumps(summary, indent=1, default=float))
+    record("vcot_cost", "cpu_s_per_program@lift_vs_verify", summary["lift_s_per_program"],
+           summary["verify_s_per_program"], "cpu-s", "lower")
+    record("vcot_cost", "cpu_s@judge_task_vs_reverify_program", 1.0 / summary["judge_tasks_per_s"],
+           1.0 / summary["reverify_programs_per_s"], "cpu-s", "lower")
     return summary
 
 

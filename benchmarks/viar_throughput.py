@@ -5,6 +5,8 @@ profile's architecture (params.yaml viar.cpu: width, heads, scales, vocabulary) 
 token pyramids; no data or training is needed. Every setting is measured in one process,
 interleaved round-robin (contention from other processes hits all settings alike), with a
 warm-up and the median over repetitions. On CUDA the peak allocated memory is recorded too.
+VIAR vs VAR training steps/s, and sampling images/s at the claims' full schedule
+(claim_schedules.full) vs VAR, are rows of results/bench.csv (benchmarks/_bench.py).
 
 Usage: python benchmarks/viar_throughput.py [--profile cpu] [--threads 1] [--repeats 5]
        [--out data/reports/viar/throughput_bench.json]
@@ -25,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from assets.viar import model as M  # noqa: E402
 from assets.viar import tokenizer as T  # noqa: E402
+from benchmarks._bench import record  # noqa: E402
 from resources.profiles import load_params  # noqa: E402
 
 
@@ -111,6 +114,12 @@ def main() -> None:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
+    steps = result["training_steps_per_second"]
+    record("viar_throughput", "train_steps_per_s", steps[viar.cfg.name], steps[var.cfg.name], "steps/s", "higher")
+    speed = {row["schedule"]: row["images_per_second"] for row in result["sampling"]}
+    full = params["claim_schedules"]["full"]
+    if full in speed:
+        record("viar_throughput", f"sample_images_per_s@{full}", speed[full], speed["explicit"], "images/s", "higher")
 
 
 if __name__ == "__main__":
