@@ -237,6 +237,20 @@ def run_device_check(slug: str, device: str, tmp_path: Path, *extra: str) -> tup
     return code, json.loads(out.read_text()) if out.exists() else None
 
 
+def assert_device_check_times_the_gpu_profile(slug: str, tmp_path: Path) -> dict:
+    """A device check (benchmarks/<slug>_device_check.py at --tiny on the CPU) of a paper whose gpu
+    profile puts nothing on a device: it exits 0 with parity n/a, every timed part has positive
+    seconds a unit and units, the projection adds up, is positive and has a note. Returns the report."""
+    code, report = run_device_check(slug, "cpu", tmp_path)
+    assert code == 0 and report["paper"] == slug and report["tiny"]
+    assert report["parity"].startswith("n/a")
+    projection = report["projection"]
+    assert projection["parts"] and all(r["seconds_per_unit"] > 0 and r["units"] > 0 for r in projection["parts"])
+    assert_projection_adds_up(projection)
+    assert projection["gpu_profile_s"] > 0 and projection["note"]
+    return report
+
+
 def assert_projection_adds_up(projection: dict) -> None:
     """A device check's projection: its total is the sum of its phases' seconds."""
     import pytest
