@@ -129,6 +129,18 @@ def smoke(smoke_root):
     return get
 
 
+def smoke_run(slug: str):
+    """The `run` fixture of a paper's test module, declared there as `run = smoke_run("<slug>")`:
+    module-scoped, it is the paper's session smoke run (`smoke(slug)`, a SmokeRun), so every test
+    of the module reads the one materialized smoke group."""
+
+    @pytest.fixture(scope="module", name="run")
+    def run(smoke) -> SmokeRun:
+        return smoke(slug)
+
+    return run
+
+
 @pytest.fixture
 def in_smoke_data(run, monkeypatch):
     """The test module's smoke run (its `run` fixture), with the data-directory variable pointing

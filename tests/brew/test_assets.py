@@ -14,14 +14,12 @@ from assets.brew import method as brew_method
 from assets.brew.params import BrewParams
 from assets.common.params import parse
 from resources.profiles import load_params
-from tests.conftest import rerun
+from tests.conftest import rerun, smoke_run
 
 SLUG = "brew"
 
 
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke(SLUG)
+run = smoke_run(SLUG)
 
 
 @pytest.fixture(scope="module")

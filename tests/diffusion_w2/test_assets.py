@@ -17,14 +17,12 @@ from assets.diffusion_w2 import targets as dsb_targets
 from assets.diffusion_w2.params import DiffusionW2Params
 from resources.compute import ComputeResource
 from resources.profiles import deep_merge, load_params
-from tests.conftest import copy_smoke, materialize_group, rerun, smoke_resources_dict
+from tests.conftest import copy_smoke, materialize_group, rerun, smoke_resources_dict, smoke_run
 
 SLUG = "diffusion_w2"
 
 
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke(SLUG)
+run = smoke_run(SLUG)
 
 
 def typed(profile: str = "smoke", **overrides) -> DiffusionW2Params:

@@ -10,14 +10,12 @@ from assets.common.params import ParamsError, parse
 from assets.dispat import checks, data, method, runs
 from assets.dispat.params import DispatParams
 from resources.profiles import deep_merge, load_params
-from tests.conftest import assert_group_complete, rerun
+from tests.conftest import assert_group_complete, rerun, smoke_run
 
 SLUG = "dispat"
 
 
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke(SLUG)
+run = smoke_run(SLUG)
 
 
 def typed(profile: str = "smoke", **overrides) -> DispatParams:

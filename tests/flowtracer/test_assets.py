@@ -3,15 +3,11 @@ input stops every downstream asset)."""
 from __future__ import annotations
 
 import pandas as pd
-import pytest
 
 from assets.flowtracer import analysis, checks, runs
-from tests.conftest import rerun
+from tests.conftest import rerun, smoke_run
 
-
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke("flowtracer")
+run = smoke_run("flowtracer")
 
 
 def smoke_params():

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from assets.hir import checks, runs
-from tests.conftest import rerun
+from tests.conftest import rerun, smoke_run
 
-
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke("hir")
+run = smoke_run("hir")
 
 
 def smoke_params():

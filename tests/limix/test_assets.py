@@ -5,20 +5,17 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from assets.common.params import parse
 from assets.limix import checks, runs
 from assets.limix.params import LimiXParams
 from resources.profiles import load_params
-from tests.conftest import assert_group_complete, rerun
+from tests.conftest import assert_group_complete, rerun, smoke_run
 
 SLUG = "limix"
 
 
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke(SLUG)
+run = smoke_run(SLUG)
 
 
 def typed(profile: str = "smoke") -> LimiXParams:

@@ -19,16 +19,14 @@ from assets.pac_labels import models as pac_models
 from assets.pac_labels.params import PACLabelsParams
 from resources.artifacts import load_checkpoint
 from resources.profiles import load_params
-from tests.conftest import rerun
+from tests.conftest import rerun, smoke_run
 
 SLUG = "pac_labels"
 PAC_DOWNSTREAM = {f"{SLUG}/{n}" for n in ("calibrated_thresholds", "labeled_datasets", "trial_outcomes",
                                            "benchmark_report")}
 
 
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke(SLUG)
+run = smoke_run(SLUG)
 
 
 @pytest.fixture(scope="module")

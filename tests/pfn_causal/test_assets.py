@@ -15,14 +15,12 @@ from assets.pfn_causal import prior as P
 from assets.pfn_causal.params import PFNCausalParams
 from resources.artifacts import load_checkpoint, save_checkpoint
 from resources.profiles import load_params
-from tests.conftest import DATA_DIR_ENV, rerun
+from tests.conftest import DATA_DIR_ENV, rerun, smoke_run
 
 SLUG = "pfn_causal"
 
 
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke(SLUG)
+run = smoke_run(SLUG)
 
 
 def typed(profile: str = "smoke", **overrides) -> PFNCausalParams:

@@ -6,15 +6,11 @@ import json
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from assets.skill_recompose import checks, runs
-from tests.conftest import rerun
+from tests.conftest import rerun, smoke_run
 
-
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke("skill_recompose")
+run = smoke_run("skill_recompose")
 
 
 def stored(run, name: str):

@@ -9,14 +9,12 @@ from assets.common.params import ParamsError, parse
 from assets.ts_layers import checks, data, pipeline
 from assets.ts_layers.params import TSLayersParams
 from resources.profiles import deep_merge, load_params
-from tests.conftest import assert_group_complete, rerun
+from tests.conftest import assert_group_complete, rerun, smoke_run
 
 SLUG = "ts_layers"
 
 
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke(SLUG)
+run = smoke_run(SLUG)
 
 
 def typed(profile: str = "smoke", **overrides) -> TSLayersParams:

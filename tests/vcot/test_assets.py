@@ -6,16 +6,12 @@ from __future__ import annotations
 import json
 
 import pandas as pd
-import pytest
 
 from assets.vcot import bench, checks, data, runs
-from tests.conftest import rerun
+from tests.conftest import rerun, smoke_run
 from tests.vcot import programs as P
 
-
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke("vcot")
+run = smoke_run("vcot")
 
 
 def stored(run, name: str) -> pd.DataFrame:

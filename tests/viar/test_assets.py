@@ -19,14 +19,12 @@ from assets.viar import model as viar_model
 from assets.viar import tokenizer as viar_tokenizer
 from assets.viar.params import VIARRunParams
 from resources.profiles import load_params
-from tests.conftest import copy_smoke, materialize_group, rerun, smoke_resources_dict
+from tests.conftest import copy_smoke, materialize_group, rerun, smoke_resources_dict, smoke_run
 
 SLUG = "viar"
 
 
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke(SLUG)
+run = smoke_run(SLUG)
 
 
 @pytest.fixture
