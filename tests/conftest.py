@@ -30,6 +30,15 @@ def data_dir(tmp_path, monkeypatch):
     return path
 
 
+def typed_params(params_type, slug: str, profile: str = "smoke", **overrides):
+    """A paper's parameter block at `profile` (resources.profiles.load_params), deep-merged with
+    `overrides`, parsed into its typed dataclass `params_type`; a bad value is named "<slug>.<profile>"."""
+    from assets.common.params import parse
+    from resources.profiles import deep_merge, load_params
+
+    return parse(params_type, deep_merge(load_params(slug, profile), overrides), f"{slug}.{profile}")
+
+
 def smoke_resources_dict(**compute_fields) -> dict:
     from jobs.definitions import resources
     from resources.compute import ComputeResource

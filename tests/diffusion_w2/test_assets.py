@@ -11,13 +11,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from assets.common.params import parse
 from assets.diffusion_w2 import benchmark, checks, runs
 from assets.diffusion_w2 import targets as dsb_targets
 from assets.diffusion_w2.params import DiffusionW2Params
 from resources.compute import ComputeResource
-from resources.profiles import deep_merge, load_params
-from tests.conftest import copy_smoke, materialize_group, rerun, smoke_resources_dict, smoke_run
+from resources.profiles import load_params
+from tests.conftest import copy_smoke, materialize_group, rerun, smoke_resources_dict, smoke_run, typed_params
 
 SLUG = "diffusion_w2"
 
@@ -26,7 +25,7 @@ run = smoke_run(SLUG)
 
 
 def typed(profile: str = "smoke", **overrides) -> DiffusionW2Params:
-    return parse(DiffusionW2Params, deep_merge(load_params(SLUG, profile), overrides), f"{SLUG}.{profile}")
+    return typed_params(DiffusionW2Params, SLUG, profile, **overrides)
 
 
 def rerun_result(run, names: list[str], dest, **compute_fields):

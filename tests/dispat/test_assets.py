@@ -6,11 +6,10 @@ import json
 import numpy as np
 import pytest
 
-from assets.common.params import ParamsError, parse
+from assets.common.params import ParamsError
 from assets.dispat import checks, data, method, runs
 from assets.dispat.params import DispatParams
-from resources.profiles import deep_merge, load_params
-from tests.conftest import assert_group_complete, rerun, smoke_run
+from tests.conftest import assert_group_complete, rerun, smoke_run, typed_params
 
 SLUG = "dispat"
 
@@ -19,7 +18,7 @@ run = smoke_run(SLUG)
 
 
 def typed(profile: str = "smoke", **overrides) -> DispatParams:
-    return parse(DispatParams, deep_merge(load_params(SLUG, profile), overrides), f"{SLUG}.{profile}")
+    return typed_params(DispatParams, SLUG, profile, **overrides)
 
 
 def test_smoke_group_is_complete(run):

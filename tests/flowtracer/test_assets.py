@@ -5,17 +5,15 @@ from __future__ import annotations
 import pandas as pd
 
 from assets.flowtracer import analysis, checks, runs
-from tests.conftest import rerun, smoke_run
+from tests.conftest import rerun, smoke_run, typed_params
 
 run = smoke_run("flowtracer")
 
 
 def smoke_params():
-    from assets.common.params import parse
     from assets.flowtracer.params import FlowtracerParams
-    from resources.profiles import load_params
 
-    return parse(FlowtracerParams, load_params("flowtracer", "smoke"), "flowtracer.smoke")
+    return typed_params(FlowtracerParams, "flowtracer", "smoke")
 
 
 def test_smoke_report_has_every_claim_and_the_plots(run):

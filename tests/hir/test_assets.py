@@ -6,17 +6,15 @@ import numpy as np
 import pandas as pd
 
 from assets.hir import checks, runs
-from tests.conftest import rerun, smoke_run
+from tests.conftest import rerun, smoke_run, typed_params
 
 run = smoke_run("hir")
 
 
 def smoke_params():
-    from assets.common.params import parse
     from assets.hir.params import HirParams
-    from resources.profiles import load_params
 
-    return parse(HirParams, load_params("hir", "smoke"), "hir.smoke")
+    return typed_params(HirParams, "hir", "smoke")
 
 
 def test_smoke_report_has_every_claim_and_the_curves(run):

@@ -25,6 +25,7 @@ from tests.conftest import (
     rerun,
     smoke_resources_dict,
     smoke_run,
+    typed_params,
 )
 
 SLUG = "logit_distill"
@@ -36,7 +37,7 @@ run = smoke_run(SLUG)
 
 
 def typed(profile: str) -> LogitDistillParams:
-    return parse(LogitDistillParams, load_params(SLUG, profile), f"{SLUG}.{profile}")
+    return typed_params(LogitDistillParams, SLUG, profile)
 
 
 # ------------------------------------------------------------------------------ smoke outputs

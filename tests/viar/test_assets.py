@@ -12,14 +12,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from assets.common.params import parse
 from assets.viar import checks, runs
 from assets.viar import data as viar_data
 from assets.viar import model as viar_model
 from assets.viar import tokenizer as viar_tokenizer
 from assets.viar.params import VIARRunParams
-from resources.profiles import load_params
-from tests.conftest import copy_smoke, materialize_group, rerun, smoke_resources_dict, smoke_run
+from tests.conftest import copy_smoke, materialize_group, rerun, smoke_resources_dict, smoke_run, typed_params
 
 SLUG = "viar"
 
@@ -35,7 +33,7 @@ def smoke_data(run, monkeypatch):
 
 
 def typed(profile: str = "smoke") -> VIARRunParams:
-    return parse(VIARRunParams, load_params(SLUG, profile), f"{SLUG}.{profile}")
+    return typed_params(VIARRunParams, SLUG, profile)
 
 
 def rerun_result(run, names: list[str], dest):
