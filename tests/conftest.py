@@ -243,18 +243,29 @@ DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
     not __import__("torch").cuda.is_available(), reason="no CUDA device"))]
 
 
-def run_device_check(slug: str, device: str, tmp_path: Path, *extra: str) -> tuple[int, dict | None]:
-    """Run benchmarks/<slug>_device_check.py's main at --tiny size on `device`: (exit code, its
-    JSON report, or None when it wrote none)."""
+# The relative differences a device check's parity reports per model: exactly 0 on the CPU, where
+# both sides run the same kernels.
+PARITY_DIFFS = ("forward_max_rel", "loss_rel_diff", "grad_max_rel", "step_l2_rel_diff", "after_step_loss_rel_diff")
+
+
+def load_device_check(slug: str):
+    """benchmarks/<slug>_device_check.py, imported as a module (it is a script, not a package)."""
     import importlib.util
-    import json
 
     script = Path(__file__).resolve().parents[1] / "benchmarks" / f"{slug}_device_check.py"
     spec = importlib.util.spec_from_file_location(f"{slug}_device_check", script)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def run_device_check(slug: str, device: str, tmp_path: Path, *extra: str) -> tuple[int, dict | None]:
+    """Run benchmarks/<slug>_device_check.py's main at --tiny size on `device`: (exit code, its
+    JSON report, or None when it wrote none)."""
+    import json
+
     out = tmp_path / f"{slug}_device_check.json"
-    code = module.main(["--device", device, "--tiny", "--out", str(out), *extra])
+    code = load_device_check(slug).main(["--device", device, "--tiny", "--out", str(out), *extra])
     return code, json.loads(out.read_text()) if out.exists() else None
 
 
