@@ -164,10 +164,11 @@ def copy_smoke(run: SmokeRun, dest: Path) -> Path:
     return dest
 
 
-def rerun(run: SmokeRun, names: list[str], dest: Path, drop: tuple[str, ...] = (), **compute_fields) -> dict:
+def rerun_result(run: SmokeRun, names: list[str], dest: Path, drop: tuple[str, ...] = (), **compute_fields):
     """Materialize only <slug>/<name> for `names` (with their checks) on a copy of the smoke
-    outputs; returns outcomes(). Patch the pure function feeding the gated asset first.
-    `drop`: paths under the copied data directory to delete first (e.g. "runs/<slug>/timings")."""
+    outputs; returns the Dagster result (to read a failed step's error). Patch the pure function
+    feeding the gated asset first. `drop`: paths under the copied data directory to delete first
+    (e.g. "runs/<slug>/timings")."""
     import dagster as dg
 
     root = copy_smoke(run, dest)
@@ -175,9 +176,13 @@ def rerun(run: SmokeRun, names: list[str], dest: Path, drop: tuple[str, ...] = (
         target = root / rel
         shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
     keys = [dg.AssetKey([run.paper.slug, n]) for n in names]
-    result = materialize_group(run.paper, smoke_resources_dict(**compute_fields), root,
-                               selection=dg.AssetSelection.assets(*keys))
-    return outcomes(result)
+    return materialize_group(run.paper, smoke_resources_dict(**compute_fields), root,
+                             selection=dg.AssetSelection.assets(*keys))
+
+
+def rerun(run: SmokeRun, names: list[str], dest: Path, drop: tuple[str, ...] = (), **compute_fields) -> dict:
+    """rerun_result(...) as outcomes(): what materialized and which checks passed."""
+    return outcomes(rerun_result(run, names, dest, drop, **compute_fields))
 
 
 def assert_group_complete(run: SmokeRun) -> dict:

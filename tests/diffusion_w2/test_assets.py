@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import dagster as dg
 import numpy as np
 import pandas as pd
 import pytest
@@ -16,7 +15,7 @@ from assets.diffusion_w2 import targets as dsb_targets
 from assets.diffusion_w2.params import DiffusionW2Params
 from resources.compute import ComputeResource
 from resources.profiles import load_params
-from tests.conftest import copy_smoke, materialize_group, rerun, smoke_resources_dict, smoke_run, typed_params
+from tests.conftest import rerun, rerun_result, smoke_run, typed_params
 
 SLUG = "diffusion_w2"
 
@@ -26,14 +25,6 @@ run = smoke_run(SLUG)
 
 def typed(profile: str = "smoke", **overrides) -> DiffusionW2Params:
     return typed_params(DiffusionW2Params, SLUG, profile, **overrides)
-
-
-def rerun_result(run, names: list[str], dest, **compute_fields):
-    """Like conftest.rerun, but the Dagster result (to read a failed step's error)."""
-    root = copy_smoke(run, dest)
-    keys = [dg.AssetKey([SLUG, n]) for n in names]
-    return materialize_group(run.paper, smoke_resources_dict(**compute_fields), root,
-                             selection=dg.AssetSelection.assets(*keys))
 
 
 def step_errors(result) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import dagster as dg
 import numpy as np
 import pandas as pd
 import pytest
@@ -17,7 +16,7 @@ from assets.viar import data as viar_data
 from assets.viar import model as viar_model
 from assets.viar import tokenizer as viar_tokenizer
 from assets.viar.params import VIARRunParams
-from tests.conftest import copy_smoke, materialize_group, rerun, smoke_resources_dict, smoke_run, typed_params
+from tests.conftest import rerun, rerun_result, smoke_run, typed_params
 
 SLUG = "viar"
 
@@ -34,13 +33,6 @@ def smoke_data(run, monkeypatch):
 
 def typed(profile: str = "smoke") -> VIARRunParams:
     return typed_params(VIARRunParams, SLUG, profile)
-
-
-def rerun_result(run, names: list[str], dest):
-    """Like conftest.rerun, but the Dagster result (to read a failed step's error)."""
-    root = copy_smoke(run, dest)
-    return materialize_group(run.paper, smoke_resources_dict(), root,
-                             selection=dg.AssetSelection.assets(*[dg.AssetKey([SLUG, n]) for n in names]))
 
 
 def failure_messages(result) -> str:
