@@ -30,6 +30,15 @@ def data_dir(tmp_path, monkeypatch):
     return path
 
 
+def typed_params(params_type, slug: str, profile: str = "smoke", **overrides):
+    """A paper's parameter block at `profile` (resources.profiles.load_params), deep-merged with
+    `overrides`, parsed into its typed dataclass `params_type`; a bad value is named "<slug>.<profile>"."""
+    from assets.common.params import parse
+    from resources.profiles import deep_merge, load_params
+
+    return parse(params_type, deep_merge(load_params(slug, profile), overrides), f"{slug}.{profile}")
+
+
 def smoke_resources_dict(**compute_fields) -> dict:
     from jobs.definitions import resources
     from resources.compute import ComputeResource
@@ -129,6 +138,18 @@ def smoke(smoke_root):
     return get
 
 
+def smoke_run(slug: str):
+    """The `run` fixture of a paper's test module, declared there as `run = smoke_run("<slug>")`:
+    module-scoped, it is the paper's session smoke run (`smoke(slug)`, a SmokeRun), so every test
+    of the module reads the one materialized smoke group."""
+
+    @pytest.fixture(scope="module", name="run")
+    def run(smoke) -> SmokeRun:
+        return smoke(slug)
+
+    return run
+
+
 @pytest.fixture
 def in_smoke_data(run, monkeypatch):
     """The test module's smoke run (its `run` fixture), with the data-directory variable pointing
@@ -143,10 +164,11 @@ def copy_smoke(run: SmokeRun, dest: Path) -> Path:
     return dest
 
 
-def rerun(run: SmokeRun, names: list[str], dest: Path, drop: tuple[str, ...] = (), **compute_fields) -> dict:
+def rerun_result(run: SmokeRun, names: list[str], dest: Path, drop: tuple[str, ...] = (), **compute_fields):
     """Materialize only <slug>/<name> for `names` (with their checks) on a copy of the smoke
-    outputs; returns outcomes(). Patch the pure function feeding the gated asset first.
-    `drop`: paths under the copied data directory to delete first (e.g. "runs/<slug>/timings")."""
+    outputs; returns the Dagster result (to read a failed step's error). Patch the pure function
+    feeding the gated asset first. `drop`: paths under the copied data directory to delete first
+    (e.g. "runs/<slug>/timings")."""
     import dagster as dg
 
     root = copy_smoke(run, dest)
@@ -154,9 +176,13 @@ def rerun(run: SmokeRun, names: list[str], dest: Path, drop: tuple[str, ...] = (
         target = root / rel
         shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
     keys = [dg.AssetKey([run.paper.slug, n]) for n in names]
-    result = materialize_group(run.paper, smoke_resources_dict(**compute_fields), root,
-                               selection=dg.AssetSelection.assets(*keys))
-    return outcomes(result)
+    return materialize_group(run.paper, smoke_resources_dict(**compute_fields), root,
+                             selection=dg.AssetSelection.assets(*keys))
+
+
+def rerun(run: SmokeRun, names: list[str], dest: Path, drop: tuple[str, ...] = (), **compute_fields) -> dict:
+    """rerun_result(...) as outcomes(): what materialized and which checks passed."""
+    return outcomes(rerun_result(run, names, dest, drop, **compute_fields))
 
 
 def assert_group_complete(run: SmokeRun) -> dict:
@@ -222,19 +248,44 @@ DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
     not __import__("torch").cuda.is_available(), reason="no CUDA device"))]
 
 
-def run_device_check(slug: str, device: str, tmp_path: Path, *extra: str) -> tuple[int, dict | None]:
-    """Run benchmarks/<slug>_device_check.py's main at --tiny size on `device`: (exit code, its
-    JSON report, or None when it wrote none)."""
+# The relative differences a device check's parity reports per model: exactly 0 on the CPU, where
+# both sides run the same kernels.
+PARITY_DIFFS = ("forward_max_rel", "loss_rel_diff", "grad_max_rel", "step_l2_rel_diff", "after_step_loss_rel_diff")
+
+
+def load_device_check(slug: str):
+    """benchmarks/<slug>_device_check.py, imported as a module (it is a script, not a package)."""
     import importlib.util
-    import json
 
     script = Path(__file__).resolve().parents[1] / "benchmarks" / f"{slug}_device_check.py"
     spec = importlib.util.spec_from_file_location(f"{slug}_device_check", script)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def run_device_check(slug: str, device: str, tmp_path: Path, *extra: str) -> tuple[int, dict | None]:
+    """Run benchmarks/<slug>_device_check.py's main at --tiny size on `device`: (exit code, its
+    JSON report, or None when it wrote none)."""
+    import json
+
     out = tmp_path / f"{slug}_device_check.json"
-    code = module.main(["--device", device, "--tiny", "--out", str(out), *extra])
+    code = load_device_check(slug).main(["--device", device, "--tiny", "--out", str(out), *extra])
     return code, json.loads(out.read_text()) if out.exists() else None
+
+
+def assert_device_check_times_the_gpu_profile(slug: str, tmp_path: Path) -> dict:
+    """A device check (benchmarks/<slug>_device_check.py at --tiny on the CPU) of a paper whose gpu
+    profile puts nothing on a device: it exits 0 with parity n/a, every timed part has positive
+    seconds a unit and units, the projection adds up, is positive and has a note. Returns the report."""
+    code, report = run_device_check(slug, "cpu", tmp_path)
+    assert code == 0 and report["paper"] == slug and report["tiny"]
+    assert report["parity"].startswith("n/a")
+    projection = report["projection"]
+    assert projection["parts"] and all(r["seconds_per_unit"] > 0 and r["units"] > 0 for r in projection["parts"])
+    assert_projection_adds_up(projection)
+    assert projection["gpu_profile_s"] > 0 and projection["note"]
+    return report
 
 
 def assert_projection_adds_up(projection: dict) -> None:

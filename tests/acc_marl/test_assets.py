@@ -3,15 +3,11 @@ before anything downstream runs, and the report names every claim."""
 from __future__ import annotations
 
 import pandas as pd
-import pytest
 
 from assets.acc_marl import runs
-from tests.conftest import rerun
+from tests.conftest import rerun, smoke_run
 
-
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke("acc_marl")
+run = smoke_run("acc_marl")
 
 
 def test_smoke_report_names_every_claim(run):

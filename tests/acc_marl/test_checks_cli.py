@@ -12,11 +12,12 @@ from assets.acc_marl import layouts as L
 from assets.acc_marl.params import AccMarlParams
 from assets.common.params import parse
 from resources.profiles import PROFILES, load_params
+from tests.conftest import typed_params
 
 
 @pytest.fixture(scope="module")
 def params():
-    return parse(AccMarlParams, load_params("acc_marl", "smoke"), "acc_marl.smoke")
+    return typed_params(AccMarlParams, "acc_marl", "smoke")
 
 
 @pytest.fixture(scope="module")

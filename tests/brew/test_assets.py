@@ -12,21 +12,17 @@ from assets.brew import checks, runs
 from assets.brew import data as brew_data
 from assets.brew import method as brew_method
 from assets.brew.params import BrewParams
-from assets.common.params import parse
-from resources.profiles import load_params
-from tests.conftest import rerun
+from tests.conftest import rerun, smoke_run, typed_params
 
 SLUG = "brew"
 
 
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke(SLUG)
+run = smoke_run(SLUG)
 
 
 @pytest.fixture(scope="module")
 def params() -> BrewParams:
-    return parse(BrewParams, load_params(SLUG, "smoke"), f"{SLUG}.smoke")
+    return typed_params(BrewParams, SLUG, "smoke")
 
 
 def detail(root, asset: str, name: str) -> str:

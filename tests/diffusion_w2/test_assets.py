@@ -6,37 +6,25 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import dagster as dg
 import numpy as np
 import pandas as pd
 import pytest
 
-from assets.common.params import parse
 from assets.diffusion_w2 import benchmark, checks, runs
 from assets.diffusion_w2 import targets as dsb_targets
 from assets.diffusion_w2.params import DiffusionW2Params
 from resources.compute import ComputeResource
-from resources.profiles import deep_merge, load_params
-from tests.conftest import copy_smoke, materialize_group, rerun, smoke_resources_dict
+from resources.profiles import load_params
+from tests.conftest import rerun, rerun_result, smoke_run, typed_params
 
 SLUG = "diffusion_w2"
 
 
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke(SLUG)
+run = smoke_run(SLUG)
 
 
 def typed(profile: str = "smoke", **overrides) -> DiffusionW2Params:
-    return parse(DiffusionW2Params, deep_merge(load_params(SLUG, profile), overrides), f"{SLUG}.{profile}")
-
-
-def rerun_result(run, names: list[str], dest, **compute_fields):
-    """Like conftest.rerun, but the Dagster result (to read a failed step's error)."""
-    root = copy_smoke(run, dest)
-    keys = [dg.AssetKey([SLUG, n]) for n in names]
-    return materialize_group(run.paper, smoke_resources_dict(**compute_fields), root,
-                             selection=dg.AssetSelection.assets(*keys))
+    return typed_params(DiffusionW2Params, SLUG, profile, **overrides)
 
 
 def step_errors(result) -> str:

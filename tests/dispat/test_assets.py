@@ -6,22 +6,19 @@ import json
 import numpy as np
 import pytest
 
-from assets.common.params import ParamsError, parse
+from assets.common.params import ParamsError
 from assets.dispat import checks, data, method, runs
 from assets.dispat.params import DispatParams
-from resources.profiles import deep_merge, load_params
-from tests.conftest import assert_group_complete, rerun
+from tests.conftest import assert_group_complete, rerun, smoke_run, typed_params
 
 SLUG = "dispat"
 
 
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke(SLUG)
+run = smoke_run(SLUG)
 
 
 def typed(profile: str = "smoke", **overrides) -> DispatParams:
-    return parse(DispatParams, deep_merge(load_params(SLUG, profile), overrides), f"{SLUG}.{profile}")
+    return typed_params(DispatParams, SLUG, profile, **overrides)
 
 
 def test_smoke_group_is_complete(run):

@@ -8,13 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-from assets.common.params import parse
 from assets.dispat import critic as C
 from assets.dispat import method as M
 from assets.dispat import runs
 from assets.dispat.params import DispatParams
 from resources.profiles import load_params
-from tests.conftest import DEVICES, rerun, run_device_check
+from tests.conftest import DEVICES, rerun, run_device_check, typed_params
 
 F = ("js", "kl", "chi2")
 P = np.array([0.4, 0.25, 0.15, 0.12, 0.08])
@@ -27,7 +26,7 @@ def _one_thread(one_torch_thread):
 
 
 def typed(profile: str) -> DispatParams:
-    return parse(DispatParams, load_params("dispat", profile), f"dispat.{profile}")
+    return typed_params(DispatParams, "dispat", profile)
 
 
 # ------------------------------------------------------------------------------ critic objective

@@ -20,12 +20,9 @@ from assets.dream_mpc.envs import KNOWN_TASKS, UnknownTaskError
 from assets.dream_mpc.params import load
 from resources.compute import ComputeResource
 from resources.profiles import PROFILES
-from tests.conftest import rerun
+from tests.conftest import rerun, smoke_run
 
-
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke("dream_mpc")
+run = smoke_run("dream_mpc")
 
 
 @pytest.fixture(scope="module")

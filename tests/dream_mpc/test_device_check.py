@@ -6,10 +6,9 @@ from __future__ import annotations
 import pytest
 
 from resources.profiles import load_params
-from tests.conftest import DEVICES, assert_projection_adds_up, run_device_check
+from tests.conftest import DEVICES, PARITY_DIFFS, assert_projection_adds_up, run_device_check
 
-DIFFS = ("loss_rel_diff", "grad_max_rel", "step_l2_rel_diff", "after_step_loss_rel_diff", "forward_max_rel",
-         "objective_max_rel", "uncertainty_max_rel", "action_grad_max_rel")
+DIFFS = (*PARITY_DIFFS, "objective_max_rel", "uncertainty_max_rel", "action_grad_max_rel")
 
 
 def expected_units(gpu: dict) -> tuple[list[float], dict[str, float]]:

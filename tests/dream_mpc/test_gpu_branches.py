@@ -14,13 +14,12 @@ from assets.dream_mpc import model as M
 from assets.dream_mpc import planners as P
 from assets.dream_mpc.params import load
 from resources.compute import ComputeResource
+from tests.conftest import smoke_run
 
 GPU = load(ComputeResource(profile="gpu"))
 
 
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke("dream_mpc")
+run = smoke_run("dream_mpc")
 
 
 NEW_TASKS = [t for t in GPU.tasks if t not in load(ComputeResource(profile="cpu")).tasks]

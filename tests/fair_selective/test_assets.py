@@ -3,15 +3,11 @@ before anything downstream runs, and the predicates name what is wrong."""
 from __future__ import annotations
 
 import pandas as pd
-import pytest
 
 from assets.fair_selective import runs, static
-from tests.conftest import rerun
+from tests.conftest import rerun, smoke_run
 
-
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke("fair_selective")
+run = smoke_run("fair_selective")
 
 
 def test_smoke_report_names_every_claim(run):

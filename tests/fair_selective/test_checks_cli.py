@@ -13,11 +13,12 @@ from assets.fair_selective import env as envs
 from assets.fair_selective import fairness as fm
 from assets.fair_selective.params import FairSelectiveParams
 from resources.profiles import PROFILES, load_params
+from tests.conftest import typed_params
 
 
 @pytest.fixture(scope="module")
 def params():
-    return parse(FairSelectiveParams, load_params("fair_selective", "smoke"), "fair_selective.smoke")
+    return typed_params(FairSelectiveParams, "fair_selective", "smoke")
 
 
 def observed_log(m=2000, seed=0):

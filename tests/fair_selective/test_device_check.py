@@ -2,17 +2,11 @@
 profile puts nothing on a device), the timed slice and the gpu-profile projection are positive."""
 from __future__ import annotations
 
-from tests.conftest import assert_projection_adds_up, run_device_check
+from tests.conftest import assert_device_check_times_the_gpu_profile, run_device_check
 
 
 def test_device_check_times_the_gpu_profile(tmp_path):
-    code, report = run_device_check("fair_selective", "cpu", tmp_path)
-    assert code == 0 and report["paper"] == "fair_selective" and report["tiny"]
-    assert report["parity"].startswith("n/a")
-    projection = report["projection"]
-    assert projection["parts"] and all(r["seconds_per_unit"] > 0 and r["units"] > 0 for r in projection["parts"])
-    assert_projection_adds_up(projection)
-    assert projection["gpu_profile_s"] > 0 and projection["note"]
+    assert_device_check_times_the_gpu_profile("fair_selective", tmp_path)
 
 
 def test_projection_counts_every_training_iteration(tmp_path):

@@ -12,7 +12,7 @@ from assets.flowtracer import arithchain as AC
 from assets.flowtracer import checks as C
 from assets.flowtracer import data as D
 from assets.flowtracer import tasks
-from tests.conftest import DEVICES, run_device_check
+from tests.conftest import DEVICES, run_device_check, typed_params
 
 RANGES = {"train": (3, 4), "val": (5, 6), "test": (5, 6), "rl": (3, 6), "rl_eval": (5, 6)}
 
@@ -104,11 +104,9 @@ def test_parse_trace_and_reward():
 
 
 def gpu_params():
-    from assets.common.params import parse
     from assets.flowtracer.params import FlowtracerParams
-    from resources.profiles import load_params
 
-    return parse(FlowtracerParams, load_params("flowtracer", "gpu"), "flowtracer.gpu")
+    return typed_params(FlowtracerParams, "flowtracer", "gpu")
 
 
 def test_the_gpu_profile_runs_arithchain_and_its_sequences_fit_the_context():

@@ -3,23 +3,17 @@ input stops every downstream asset)."""
 from __future__ import annotations
 
 import pandas as pd
-import pytest
 
 from assets.flowtracer import analysis, checks, runs
-from tests.conftest import rerun
+from tests.conftest import rerun, smoke_run, typed_params
 
-
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke("flowtracer")
+run = smoke_run("flowtracer")
 
 
 def smoke_params():
-    from assets.common.params import parse
     from assets.flowtracer.params import FlowtracerParams
-    from resources.profiles import load_params
 
-    return parse(FlowtracerParams, load_params("flowtracer", "smoke"), "flowtracer.smoke")
+    return typed_params(FlowtracerParams, "flowtracer", "smoke")
 
 
 def test_smoke_report_has_every_claim_and_the_plots(run):

@@ -4,27 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from assets.hir import checks, runs
-from tests.conftest import rerun
+from tests.conftest import rerun, smoke_run, typed_params
 
-
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke("hir")
+run = smoke_run("hir")
 
 
 def smoke_params():
-    from assets.common.params import parse
     from assets.hir.params import HirParams
-    from resources.profiles import load_params
 
-    return parse(HirParams, load_params("hir", "smoke"), "hir.smoke")
-
-
-def stored(run, name: str) -> pd.DataFrame:
-    return pd.read_parquet(run.data_dir / "hir" / f"{name}.parquet")
+    return typed_params(HirParams, "hir", "smoke")
 
 
 def test_smoke_report_has_every_claim_and_the_curves(run):
@@ -40,7 +30,7 @@ def test_smoke_budgets_match_and_replays_verify(run):
     value = run.value("rl_runs")
     table = pd.DataFrame(value["runs"])
     assert (table["generated"] >= table["budget"]).all()
-    log = stored(run, "rollout_log")
+    log = run.value("rollout_log")
     replays = log[log["is_replay"]]
     assert len(replays) and replays["verified"].all() and (replays["reward"] == 1.0).all()
     # a replay keeps the template and drops constraints: its criteria are a subset of a logged original's
@@ -50,7 +40,7 @@ def test_smoke_budgets_match_and_replays_verify(run):
 # ----------------------------------------------------------------------------- predicates
 
 def test_dataset_check_names_conflicts_templates_overlap_and_failing_sft_pairs(run):
-    frame = stored(run, "instruction_dataset")
+    frame = run.value("instruction_dataset")
     assert checks.dataset_valid(frame, params=smoke_params()).passed
     bad = frame.copy()
     i = bad.index[bad["split"] == "train"][0]
@@ -121,7 +111,7 @@ def test_an_ablation_collapse_warns_but_a_claimed_method_collapse_blocks(run, in
 
 
 def test_corpus_check_catches_a_changed_source(run):
-    frame = stored(run, "corpus")
+    frame = run.value("corpus")
     assert checks.corpus_valid(frame).passed
     found = checks.corpus_valid(frame, source_bytes=lambda name: b"changed")
     assert not found.passed and "md5" in found.message()

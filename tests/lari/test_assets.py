@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from assets.lari import checks, runs
-from tests.conftest import rerun
+from tests.conftest import rerun, smoke_run
 
-
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke("lari")
+run = smoke_run("lari")
 
 
 def test_smoke_report_names_every_claim_and_renders(run):

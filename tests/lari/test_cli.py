@@ -3,15 +3,12 @@ bad input is a clear error (exit status 2)."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import trimesh
 
 from assets.lari import cli
+from tests.conftest import smoke_run
 
-
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke("lari")
+run = smoke_run("lari")
 
 
 def test_annotate_a_mesh_file(tmp_path, capsys):

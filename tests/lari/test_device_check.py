@@ -3,9 +3,6 @@ stop UNets is exact, its projection counts every net runs.training_jobs trains a
 without a GPU is refused."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pandas as pd
 import pytest
 
@@ -13,17 +10,7 @@ from assets.common.params import parse
 from assets.lari import runs
 from assets.lari.params import LariParams
 from resources.profiles import load_params
-from tests.conftest import DEVICES, run_device_check
-
-DIFFS = ("forward_max_rel", "loss_rel_diff", "grad_max_rel", "step_l2_rel_diff", "after_step_loss_rel_diff")
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "lari_device_check.py"
-
-
-def _module():
-    spec = importlib.util.spec_from_file_location("lari_device_check", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.conftest import DEVICES, PARITY_DIFFS, load_device_check, run_device_check
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -34,7 +21,7 @@ def test_device_check_parity_and_projection(tmp_path, device):
     for key, parity in report["parity"].items():
         assert parity["ok"] and parity["grad_max_abs"] > 0, key
         if device == "cpu":
-            assert all(parity[k] == 0.0 for k in DIFFS), (key, parity)
+            assert all(parity[k] == 0.0 for k in PARITY_DIFFS), (key, parity)
     projection = report["projection"]
     assert projection["gpu_profile_s"] > 0
     assert [part["units"] for part in projection["parts"]] == [3000 * 6, 3000 * 6, 3000, 3000, 3000, 3000 * 6]
@@ -51,4 +38,4 @@ def test_runs_per_net_matches_the_training_jobs():
     for j in jobs:
         key = "stop" if j["net"] == "stop" else f"pointmap_L{j['layers']}"
         counted[key] = counted.get(key, 0) + 1
-    assert _module().runs_per_net(gpu) == counted
+    assert load_device_check("lari").runs_per_net(gpu) == counted

@@ -5,24 +5,19 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
 
-from assets.common.params import parse
 from assets.limix import checks, runs
 from assets.limix.params import LimiXParams
-from resources.profiles import load_params
-from tests.conftest import assert_group_complete, rerun
+from tests.conftest import assert_group_complete, rerun, smoke_run, typed_params
 
 SLUG = "limix"
 
 
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke(SLUG)
+run = smoke_run(SLUG)
 
 
 def typed(profile: str = "smoke") -> LimiXParams:
-    return parse(LimiXParams, load_params(SLUG, profile), f"{SLUG}.{profile}")
+    return typed_params(LimiXParams, SLUG, profile)
 
 
 def test_every_profile_parses_and_cpu_trains_the_five_main_variants_on_three_seeds():

@@ -6,9 +6,7 @@ from __future__ import annotations
 import pytest
 
 from resources.profiles import load_params
-from tests.conftest import DEVICES, assert_projection_adds_up, run_device_check
-
-DIFFS = ("forward_max_rel", "loss_rel_diff", "grad_max_rel", "step_l2_rel_diff", "after_step_loss_rel_diff")
+from tests.conftest import DEVICES, PARITY_DIFFS, assert_projection_adds_up, run_device_check
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -20,7 +18,7 @@ def test_device_check_parity_and_projection(tmp_path, device):
     for variant, parity in report["parity"].items():
         assert parity["ok"] and parity["grad_max_abs"] > 0, variant
         if device == "cpu":                                    # same kernels on both sides
-            assert all(parity[k] == 0.0 for k in DIFFS), (variant, parity)
+            assert all(parity[k] == 0.0 for k in PARITY_DIFFS), (variant, parity)
     projection = report["projection"]
     assert projection["gpu_profile_s"] > 0
     assert [part["units"] for part in projection["parts"]] == [gpu["train"]["steps"] * len(gpu["seeds"])] * len(

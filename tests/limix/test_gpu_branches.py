@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from assets.limix.params import EMBEDDING_VARIANTS
 from resources.profiles import load_params
-from tests.conftest import rerun
+from tests.conftest import rerun, smoke_run
 
 SLUG = "limix"
 GPU_VARIANTS = load_params(SLUG, "gpu")["variants"]
@@ -18,9 +17,7 @@ DOWNSTREAM = ["prior_config", "checkpoints", "embedding_rank", "feature_attentio
               "benchmark_report"]
 
 
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke(SLUG)
+run = smoke_run(SLUG)
 
 
 def test_gpu_embedding_variants_train_and_are_judged(run, tmp_path):

@@ -24,6 +24,8 @@ from tests.conftest import (
     outcomes,
     rerun,
     smoke_resources_dict,
+    smoke_run,
+    typed_params,
 )
 
 SLUG = "logit_distill"
@@ -31,13 +33,11 @@ TIMING_COLUMNS = {"train_seconds", "samples_per_second", "save_seconds", "step_s
                   "loop_samples_per_second", "bare_samples_per_second"}
 
 
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke(SLUG)
+run = smoke_run(SLUG)
 
 
 def typed(profile: str) -> LogitDistillParams:
-    return parse(LogitDistillParams, load_params(SLUG, profile), f"{SLUG}.{profile}")
+    return typed_params(LogitDistillParams, SLUG, profile)
 
 
 # ------------------------------------------------------------------------------ smoke outputs

@@ -3,19 +3,14 @@ dataset's teacher and of a student under each objective is exact, its projection
 optimizer steps, and CUDA without a GPU is refused."""
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 import pytest
 
 from assets.common.params import parse
 from assets.logit_distill.params import LogitDistillParams
 from resources.profiles import load_params
-from tests.conftest import DEVICES, run_device_check
-
-DIFFS = ("forward_max_rel", "loss_rel_diff", "grad_max_rel", "step_l2_rel_diff", "after_step_loss_rel_diff")
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "logit_distill_device_check.py"
+from tests.conftest import DEVICES, PARITY_DIFFS, load_device_check, run_device_check
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -28,7 +23,7 @@ def test_device_check_parity_and_projection(tmp_path, device):
         for key, parity in models.items():
             assert parity["ok"] and parity["grad_max_abs"] > 0, (name, key)
             if device == "cpu":
-                assert all(parity[k] == 0.0 for k in DIFFS), (name, key, parity)
+                assert all(parity[k] == 0.0 for k in PARITY_DIFFS), (name, key, parity)
     projection = report["projection"]
     assert projection["gpu_profile_s"] > 0 and len(projection["parts"]) == 9
 
@@ -36,9 +31,7 @@ def test_device_check_parity_and_projection(tmp_path, device):
 def test_optimizer_steps_count_the_gpu_profile():
     """shapes: 30,000 images, 15,000 train rows, batch 256 → 59 steps an epoch; 150 teacher epochs × 5 seeds,
     150 student epochs × 4 objectives × 5 student seeds × 5 teachers."""
-    spec = importlib.util.spec_from_file_location("logit_distill_device_check", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_device_check("logit_distill")
     gpu = parse(LogitDistillParams, load_params("logit_distill", "gpu"), "logit_distill.gpu")
     steps = module.optimizer_steps(gpu)
     per_epoch = math.ceil(15_000 / 256)

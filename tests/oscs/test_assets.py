@@ -6,17 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from assets.oscs import checks
 from assets.oscs import data as oscs_data
 from assets.oscs import streams as oscs_streams
-from tests.conftest import rerun
+from tests.conftest import rerun, smoke_run
 
-
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke("oscs")
+run = smoke_run("oscs")
 
 
 def test_smoke_report_names_every_claim(run):

@@ -12,28 +12,24 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from assets.common.params import parse
 from assets.pac_labels import checks, runs
 from assets.pac_labels import method as pac_method
 from assets.pac_labels import models as pac_models
 from assets.pac_labels.params import PACLabelsParams
 from resources.artifacts import load_checkpoint
-from resources.profiles import load_params
-from tests.conftest import rerun
+from tests.conftest import rerun, smoke_run, typed_params
 
 SLUG = "pac_labels"
 PAC_DOWNSTREAM = {f"{SLUG}/{n}" for n in ("calibrated_thresholds", "labeled_datasets", "trial_outcomes",
                                            "benchmark_report")}
 
 
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke(SLUG)
+run = smoke_run(SLUG)
 
 
 @pytest.fixture(scope="module")
 def params() -> PACLabelsParams:
-    return parse(PACLabelsParams, load_params(SLUG, "smoke"), f"{SLUG}.smoke")
+    return typed_params(PACLabelsParams, SLUG, "smoke")
 
 
 @pytest.fixture

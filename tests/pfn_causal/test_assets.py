@@ -8,27 +8,21 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from assets.common.params import parse
 from assets.common.pfn.train import stream_rng
 from assets.pfn_causal import checks, method, runs
 from assets.pfn_causal import prior as P
 from assets.pfn_causal.params import PFNCausalParams
 from resources.artifacts import load_checkpoint, save_checkpoint
-from resources.profiles import load_params
-from tests.conftest import DATA_DIR_ENV, rerun
+from tests.conftest import DATA_DIR_ENV, rerun, smoke_run, typed_params
 
 SLUG = "pfn_causal"
 
 
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke(SLUG)
+run = smoke_run(SLUG)
 
 
 def typed(profile: str = "smoke", **overrides) -> PFNCausalParams:
-    from resources.profiles import deep_merge
-
-    return parse(PFNCausalParams, deep_merge(load_params(SLUG, profile), overrides), f"{SLUG}.{profile}")
+    return typed_params(PFNCausalParams, SLUG, profile, **overrides)
 
 
 # ------------------------------------------------------------------------------ smoke outputs

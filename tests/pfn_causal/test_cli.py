@@ -11,11 +11,9 @@ import pytest
 
 from assets.pfn_causal import cli
 from assets.pfn_causal.userdata import BadInput, parse_do, validate
+from tests.conftest import smoke_run
 
-
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke("pfn_causal")
+run = smoke_run("pfn_causal")
 
 
 def _frame(n: int = 60, seed: int = 0) -> pd.DataFrame:

@@ -6,19 +6,11 @@ import json
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from assets.skill_recompose import checks, runs
-from tests.conftest import rerun
+from tests.conftest import rerun, smoke_run
 
-
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke("skill_recompose")
-
-
-def stored(run, name: str):
-    return run.value(name)
+run = smoke_run("skill_recompose")
 
 
 def test_smoke_report_has_every_claim(run):
@@ -28,7 +20,7 @@ def test_smoke_report_has_every_claim(run):
     assert set(run.paper.claim_ids) | set(run.paper.observation_ids) == set(claims["claim_id"])
     text = (report / "REPORT.md").read_text()
     assert "representation and retrieval" in text and "How this reproduction differs from the paper" in text
-    roll = stored(run, "rollouts")
+    roll = run.value("rollouts")
     assert set(roll["method"]) >= {"dnr", "xicm", "no_labels", "icl_labelled", "icl_raw"}
 
 
@@ -45,15 +37,15 @@ def test_hparams_lineage_has_no_unseen_asset(run):
                 todo.append(dep)
     assert seen == set(UPSTREAM_OF_HPARAMS)
     assert not seen & set(checks.UNSEEN_ASSETS)
-    assert checks.hparams_seen_only(stored(run, "retrieval_hparams")).passed
-    bad = {**stored(run, "retrieval_hparams"), "upstream": [*UPSTREAM_OF_HPARAMS, "rollouts"]}
+    assert checks.hparams_seen_only(run.value("retrieval_hparams")).passed
+    bad = {**run.value("retrieval_hparams"), "upstream": [*UPSTREAM_OF_HPARAMS, "rollouts"]}
     assert "rollouts" in checks.hparams_seen_only(bad).message()
 
 
 # ----------------------------------------------------------------------------- predicates
 
 def test_catalog_predicate_catches_overlap_and_missing_bigram(run):
-    cat = stored(run, "task_catalog")
+    cat = run.value("task_catalog")
     assert checks.catalog_valid(cat).passed
     bad = cat.copy()
     i = bad.index[bad["task"] == "turn_oven_on"][0]
@@ -65,12 +57,12 @@ def test_catalog_predicate_catches_overlap_and_missing_bigram(run):
 
 
 def test_embedding_and_context_predicates(run):
-    emb = stored(run, "text_embeddings")
+    emb = run.value("text_embeddings")
     assert checks.embeddings_valid(emb).passed
     bad = emb.copy()
     bad.at[0, "vector"] = list(np.asarray(bad.at[0, "vector"]) * 2)
     assert "not unit-norm" in checks.embeddings_valid(bad).message()
-    ctx, demos = stored(run, "contexts"), stored(run, "seen_demos")
+    ctx, demos = run.value("contexts"), run.value("seen_demos")
     assert checks.contexts_seen_only(ctx, demos).passed
     worse = ctx.copy()
     worse.at[0, "d_cov"] = json.dumps([99999])
@@ -78,7 +70,7 @@ def test_embedding_and_context_predicates(run):
 
 
 def test_annotation_predicate_catches_unforced_gripper_labels(run):
-    ann = stored(run, "skill_annotations")
+    ann = run.value("skill_annotations")
     assert checks.annotations_valid(ann).passed
     bad = ann.copy()
     bad["grip_ok"] = bad["grip_ok_norules"]

@@ -18,14 +18,12 @@ from assets.spgcl import checks, runs
 from assets.spgcl import data as spgcl_data
 from assets.spgcl.params import SPGCLParams
 from resources.profiles import PROFILES, load_params
-from tests.conftest import corrupt_saved_checkpoints, rerun
+from tests.conftest import corrupt_saved_checkpoints, rerun, smoke_run
 
 SLUG = "spgcl"
 
 
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke(SLUG)
+run = smoke_run(SLUG)
 
 
 def check_detail(root, asset: str, check: str) -> str:

@@ -5,22 +5,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from assets.common.params import ParamsError, parse
+from assets.common.params import ParamsError
 from assets.ts_layers import checks, data, pipeline
 from assets.ts_layers.params import TSLayersParams
-from resources.profiles import deep_merge, load_params
-from tests.conftest import assert_group_complete, rerun
+from tests.conftest import assert_group_complete, rerun, smoke_run, typed_params
 
 SLUG = "ts_layers"
 
 
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke(SLUG)
+run = smoke_run(SLUG)
 
 
 def typed(profile: str = "smoke", **overrides) -> TSLayersParams:
-    return parse(TSLayersParams, deep_merge(load_params(SLUG, profile), overrides), f"{SLUG}.{profile}")
+    return typed_params(TSLayersParams, SLUG, profile, **overrides)
 
 
 def test_smoke_group_is_complete(run):

@@ -9,11 +9,9 @@ import pandas as pd
 import pytest
 
 from assets.ts_layers import cli
+from tests.conftest import smoke_run
 
-
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke("ts_layers")
+run = smoke_run("ts_layers")
 
 
 def _series(n: int = 400, seed: int = 0) -> pd.DataFrame:

@@ -3,18 +3,12 @@ and pruned pass), the LLM4TS and the text LM is exact, its projection counts the
 text and realignment steps, and CUDA without a GPU is refused."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from assets.common.params import parse
 from assets.ts_layers.params import TSLayersParams
 from resources.profiles import load_params
-from tests.conftest import DEVICES, run_device_check
-
-DIFFS = ("forward_max_rel", "loss_rel_diff", "grad_max_rel", "step_l2_rel_diff", "after_step_loss_rel_diff")
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "ts_layers_device_check.py"
+from tests.conftest import DEVICES, PARITY_DIFFS, load_device_check, run_device_check
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -25,7 +19,7 @@ def test_device_check_parity_and_projection(tmp_path, device):
     for key, parity in report["parity"].items():
         assert parity["ok"] and parity["grad_max_abs"] > 0, key
         if device == "cpu":
-            assert all(parity[k] == 0.0 for k in DIFFS), (key, parity)
+            assert all(parity[k] == 0.0 for k in PARITY_DIFFS), (key, parity)
     projection = report["projection"]
     assert projection["gpu_profile_s"] > 0
     assert sum(part["units"] for part in projection["parts"][:5]) == 5 * 4000 * 3       # 5 models × 3 seeds
@@ -34,9 +28,7 @@ def test_device_check_parity_and_projection(tmp_path, device):
 def test_realignment_runs_count_the_gpu_profile():
     """tsfm 32 → k = 8: the full model continued (600 steps × 3 seeds), 9 keep lists at 8 layers (keep-τ,
     bottom-k, bi-top-k, drop-last, 5 random), scratch at 8 layers for 4000 + 600 steps."""
-    spec = importlib.util.spec_from_file_location("ts_layers_device_check", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_device_check("ts_layers")
     gpu = parse(TSLayersParams, load_params("ts_layers", "gpu"), "ts_layers.gpu")
     runs = module.realign_runs(gpu)
     assert len(runs) == 9

@@ -6,20 +6,12 @@ from __future__ import annotations
 import json
 
 import pandas as pd
-import pytest
 
 from assets.vcot import bench, checks, data, runs
-from tests.conftest import rerun
+from tests.conftest import rerun, smoke_run
 from tests.vcot import programs as P
 
-
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke("vcot")
-
-
-def stored(run, name: str) -> pd.DataFrame:
-    return pd.read_parquet(run.data_dir / "vcot" / f"{name}.parquet")
+run = smoke_run("vcot")
 
 
 def test_smoke_report_names_every_claim_and_has_the_bucket_plot(run):
@@ -33,7 +25,7 @@ def test_smoke_report_names_every_claim_and_has_the_bucket_plot(run):
 
 
 def test_smoke_scores_oracle_and_trivial(run):
-    scores = stored(run, "scores")
+    scores = run.value("scores")
     assert scores[scores["completer"] == "oracle"]["acc"].eq(1.0).all()
     assert scores[scores["completer"] == "trivial"]["sem"].mean() <= checks.TRIVIAL_SEMACC_MAX
     assert set(scores["acc"].unique()) <= {0.0, 0.25, 1.0}          # 0.5 cannot occur (SemAcc needs a parse)
@@ -42,7 +34,7 @@ def test_smoke_scores_oracle_and_trivial(run):
 # ----------------------------------------------------------------------------- predicates
 
 def test_corpus_check_names_duplicates_and_the_failing_obligation(run):
-    corpus = stored(run, "program_corpus")
+    corpus = run.value("program_corpus")
     assert checks.corpus_valid(corpus).passed
     bad = pd.concat([corpus, corpus.iloc[[0]]], ignore_index=True)
     bad.loc[1, ["verifies", "failing"]] = [False, "one: postcondition `r == 1` (line 12)"]
@@ -51,7 +43,7 @@ def test_corpus_check_names_duplicates_and_the_failing_obligation(run):
 
 
 def test_query_check_names_rlimit_exhaustion(run):
-    queries = stored(run, "vc_queries")
+    queries = run.value("vc_queries")
     assert checks.queries_unsat(queries).passed
     bad = queries.copy()
     bad.loc[0, ["status", "reason"]] = ["unknown", "max. resource limit exceeded"]
@@ -60,7 +52,7 @@ def test_query_check_names_rlimit_exhaustion(run):
 
 
 def test_proof_check_refuses_unknown_rules_and_missing_proofs(run):
-    proofs = stored(run, "z3_proofs")
+    proofs = run.value("z3_proofs")
     assert checks.proofs_complete(proofs).passed
     bad = proofs.copy()
     bad.loc[0, "histogram"] = json.dumps({"mp": 2, "frobnicate": 1})
@@ -70,7 +62,7 @@ def test_proof_check_refuses_unknown_rules_and_missing_proofs(run):
 
 
 def test_lift_check_refuses_untraced_steps_and_unverified_programs(run):
-    lifted = stored(run, "lifted_programs")
+    lifted = run.value("lifted_programs")
     assert checks.lifted_valid(lifted).passed
     bad = lifted.copy()
     steps = json.loads(bad.loc[0, "steps_json"])
@@ -84,7 +76,7 @@ def test_lift_check_refuses_untraced_steps_and_unverified_programs(run):
 
 
 def test_task_check_counts_ids_and_gold(run):
-    tasks, lifted = stored(run, "bench_tasks"), stored(run, "lifted_programs")
+    tasks, lifted = run.value("bench_tasks"), run.value("lifted_programs")
     assert checks.tasks_valid(tasks, lifted).passed
     bad = pd.concat([tasks.iloc[2:], tasks.iloc[[2]]], ignore_index=True)          # one lost, one twice
     bad.loc[3, "masked"] = bad.loc[3, "masked"].replace("\n", "\n\n", 1)
@@ -93,7 +85,7 @@ def test_task_check_counts_ids_and_gold(run):
 
 
 def test_completion_check_refuses_assume_and_unknown_holes(run):
-    comps, tasks = stored(run, "completions"), stored(run, "bench_tasks")
+    comps, tasks = run.value("completions"), run.value("bench_tasks")
     assert checks.completions_clean(comps, tasks).passed
     bad = comps.copy()
     bad.loc[0, "completion"] = json.dumps({"h0": "assume(false);"})
@@ -104,7 +96,7 @@ def test_completion_check_refuses_assume_and_unknown_holes(run):
 
 
 def test_score_check_needs_a_perfect_oracle_and_a_strict_judge(run):
-    scores = stored(run, "scores")
+    scores = run.value("scores")
     assert checks.scores_sane(scores).passed
     bad = scores.copy()
     bad.loc[bad.index[bad["completer"] == "oracle"][0], "acc"] = 0.25

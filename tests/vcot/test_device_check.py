@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import DEVICES, run_device_check
-
-DIFFS = ("forward_max_rel", "loss_rel_diff", "grad_max_rel", "step_l2_rel_diff", "after_step_loss_rel_diff")
+from tests.conftest import DEVICES, PARITY_DIFFS, run_device_check
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -17,6 +15,6 @@ def test_device_check_parity_and_projection(tmp_path, device):
     parity = report["parity"]
     assert parity["ok"] and parity["grad_max_abs"] > 0
     if device == "cpu":
-        assert all(parity[k] == 0.0 for k in DIFFS), parity
+        assert all(parity[k] == 0.0 for k in PARITY_DIFFS), parity
     (part,) = report["projection"]["parts"]
     assert part["units"] == 4000 * 4 and report["projection"]["gpu_profile_s"] > 0     # 4 held-out families

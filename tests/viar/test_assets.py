@@ -7,26 +7,21 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import dagster as dg
 import numpy as np
 import pandas as pd
 import pytest
 
-from assets.common.params import parse
 from assets.viar import checks, runs
 from assets.viar import data as viar_data
 from assets.viar import model as viar_model
 from assets.viar import tokenizer as viar_tokenizer
 from assets.viar.params import VIARRunParams
-from resources.profiles import load_params
-from tests.conftest import copy_smoke, materialize_group, rerun, smoke_resources_dict
+from tests.conftest import rerun, rerun_result, smoke_run, typed_params
 
 SLUG = "viar"
 
 
-@pytest.fixture(scope="module")
-def run(smoke):
-    return smoke(SLUG)
+run = smoke_run(SLUG)
 
 
 @pytest.fixture
@@ -37,14 +32,7 @@ def smoke_data(run, monkeypatch):
 
 
 def typed(profile: str = "smoke") -> VIARRunParams:
-    return parse(VIARRunParams, load_params(SLUG, profile), f"{SLUG}.{profile}")
-
-
-def rerun_result(run, names: list[str], dest):
-    """Like conftest.rerun, but the Dagster result (to read a failed step's error)."""
-    root = copy_smoke(run, dest)
-    return materialize_group(run.paper, smoke_resources_dict(), root,
-                             selection=dg.AssetSelection.assets(*[dg.AssetKey([SLUG, n]) for n in names]))
+    return typed_params(VIARRunParams, SLUG, profile)
 
 
 def failure_messages(result) -> str:

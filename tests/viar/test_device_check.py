@@ -6,10 +6,9 @@ from __future__ import annotations
 import pytest
 
 from resources.profiles import load_params
-from tests.conftest import DEVICES, assert_projection_adds_up, run_device_check
+from tests.conftest import DEVICES, PARITY_DIFFS, assert_projection_adds_up, run_device_check
 
-DIFFS = ("forward_max_rel", "loss_rel_diff", "grad_max_rel", "step_l2_rel_diff", "after_step_loss_rel_diff",
-         "train_loop_loss_max_rel_diff", "train_loop_step_l2_rel_diff")
+DIFFS = (*PARITY_DIFFS, "train_loop_loss_max_rel_diff", "train_loop_step_l2_rel_diff")
 CLASSES = {"digits": 10, "shapes": 8}
 
 
