@@ -150,10 +150,9 @@ def negatives(rows: list[dict[str, str]], schema: D.Schema) -> dict[str, bool]:
 
 # ------------------------------------------------------------------------------ worker jobs
 def _setup(job: dict):
-    import torch
+    from assets.common.worker import torch_worker
 
-    torch.set_num_threads(int(job["threads"]))
-    return torch
+    return torch_worker(job["threads"])
 
 
 def _optim(p: DispatParams, lr: float):

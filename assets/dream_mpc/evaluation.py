@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from assets.common.worker import torch_worker
 from assets.dream_mpc.envs import TaskEnv, TaskSpec
 from assets.dream_mpc.model import WorldModel, make_generator, model_device, tune_allocator
 from assets.dream_mpc.planners import PlannerConfig, make_planner
@@ -90,7 +91,7 @@ def evaluate_cell(job: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     ref, spec (catalog row), planner (PlannerConfig dict), episode_seeds, generator_seed,
     device, torch_threads. Results do not depend on which process runs the cell: every
     random draw comes from the cell's own seeded generator."""
-    torch.set_num_threads(int(job.get("torch_threads", 1)))
+    torch_worker(job.get("torch_threads", 1))
     model, _ = job["loader"](job["ref"], job["spec"], job["device"])
     return run_episodes(model, TaskSpec(**job["spec"]), PlannerConfig(**job["planner"]),
                         list(job["episode_seeds"]), generator_seed=int(job["generator_seed"]))

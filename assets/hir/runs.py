@@ -168,13 +168,11 @@ def rl_job(job: dict) -> dict:
     """One method × seed RL run in a worker process (or in this one): train to the budget on
     job["device"] (policy and reference loaded on the CPU, then moved), save the checkpoint
     from the CPU, return steps, rollouts and per-prompt evaluations as records (plain Python)."""
-    import torch
-
+    from assets.common.worker import torch_worker
     from assets.hir import rl
     from resources.artifacts import save_checkpoint
 
-    torch.set_num_threads(job["threads"])
-    torch.manual_seed(job["seed"])
+    torch = torch_worker(job["threads"], job["seed"])
     p = job["params"]
     vocab_value = job["vocab"]
     v = D.Vocab(vocab_value["tokens"])

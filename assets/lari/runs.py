@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from assets.common.worker import torch_worker
 from assets.lari import data as D
 from assets.lari import metrics as M
 from assets.lari import model as NN
@@ -104,9 +105,7 @@ def rig_pose(row) -> tuple[np.ndarray, np.ndarray]:
 
 def annotate_job(job: dict) -> dict[str, np.ndarray]:
     """Worker: layered GT of a shard of views (one torch thread)."""
-    import torch
-
-    torch.set_num_threads(1)
+    torch_worker(1)
     meshes = _arrays(job["mesh_path"])
     out = {"z": [], "stop": [], "count": [], "face": []}
     for mesh_id, R, C in job["views"]:
@@ -239,9 +238,7 @@ def training_jobs(p: LariParams, net: str, splits: pd.DataFrame, layered: pd.Dat
 
 def train_job(job: dict) -> dict:
     """Worker: one net trained from scratch on the kind's training views (one torch thread)."""
-    import torch
-
-    torch.set_num_threads(1)
+    torch_worker(1)
     lay, rgb = _arrays(job["paths"]["layered"]), _arrays(job["paths"]["rgb"])
     idx = np.asarray(job["indices"], dtype=int)
     z = lay["z"][idx].astype(np.float64)
@@ -333,9 +330,7 @@ def _eval_inputs(job: dict, split: str):
 
 def threshold_job(job: dict) -> dict:
     """Worker: τ on P(S ≥ l) maximising mean validation F@0.05 for one (kind, seed); argmax for reference."""
-    import torch
-
-    torch.set_num_threads(1)
+    torch_worker(1)
     rgb, z, stop, gts = _eval_inputs(job, "val")
     L = job["layers"]
     pts = NN.predict_points(load_model(job["pointmap"], "pointmap", L), rgb)
@@ -389,9 +384,7 @@ def eval_jobs(p: LariParams, models: pd.DataFrame, splits: pd.DataFrame, layered
 def predict_job(job: dict) -> dict:
     """Worker: every method on the test views of one (kind, seed) → per-view metric rows, stop-index
     confusion, layer-order counts and (first seed) example arrays for the report."""
-    import torch
-
-    torch.set_num_threads(1)
+    torch_worker(1)
     kind, f, L, thr = job["kind"], job["f"], job["layers"], tuple(job["thresholds"])
     rgb, z, stop_gt, gts = _eval_inputs(job, "test")
     pts = NN.predict_points(load_model(job["pointmap"], "pointmap", L), rgb)
@@ -451,10 +444,9 @@ def perf_benchmark(p: LariParams, catalog: pd.DataFrame, rigs: pd.DataFrame, spl
                    rgb: pd.DataFrame, models: pd.DataFrame) -> pd.DataFrame:
     """Views/s of our caster vs trimesh's multi-hit intersector on the same test meshes (the same de-duplicated
     hits asserted), and ms/image of LaRI (both nets) vs visible-only, batch 1, one thread."""
-    import torch
     import trimesh
 
-    torch.set_num_threads(1)
+    torch = torch_worker(1)
     test = splits[(splits["scene_kind"] == "object") & (splits["split"] == "test") & (splits["view"] == 0)]
     ids = test["mesh_id"].tolist()[:p.perf.meshes]
     meshes = _arrays(resolve_data_ref(catalog.loc[catalog["scene_kind"] == "object", "path"].iloc[0]))

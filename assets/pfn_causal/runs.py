@@ -259,28 +259,10 @@ def bank_frame(arrays: dict[str, Any], targets: list[dict]) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------ training jobs
-_BLAS_LIMIT: list = []        # keeps a spawned worker's BLAS thread limit alive for the process
-
-
 def _torch_setup(job: dict):
-    import multiprocessing
-    import random
+    from assets.common.worker import torch_worker
 
-    import torch
-    from threadpoolctl import threadpool_limits
-
-    torch.set_num_threads(int(job["threads"]))
-    # numpy's batch building must not oversubscribe the cores either: a spawned worker limits
-    # BLAS for its lifetime. A job run in the caller's process (workers = 1) must not: the limit
-    # would outlive the job and change later numpy results in that process (the oscs smoke
-    # rerun's Ledoit–Wolf fit differed in its last bits after pfn_causal had run in-process).
-    if not _BLAS_LIMIT and multiprocessing.parent_process() is not None:
-        _BLAS_LIMIT.append(threadpool_limits(limits=int(job["threads"])))
-    if job["deterministic"]:
-        torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.manual_seed(int(job["stream_seed"]))
-    random.seed(int(job["stream_seed"]))
-    return torch
+    return torch_worker(job["threads"], job["stream_seed"], job["deterministic"], cap_blas=True)
 
 
 def pretrain_job(job: dict) -> dict:

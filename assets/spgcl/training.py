@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from assets.common.parallel import spawn_imap
+from assets.common.worker import torch_worker
 from assets.spgcl import model as M
 
 # method → (family, options). "non-learned" methods have no encoder and no checkpoint.
@@ -233,9 +234,7 @@ class RunSpec:
 def run_one(spec: RunSpec) -> dict[str, Any]:
     """Train one run and return its CPU state_dict, loss curve, seconds and the first four
     rows of its evaluation embedding (the fingerprint the reload check compares against)."""
-    torch.set_num_threads(int(spec.threads))
-    if spec.deterministic:
-        torch.use_deterministic_algorithms(True, warn_only=True)
+    torch_worker(spec.threads, deterministic=spec.deterministic)
     with np.load(spec.graph_path, allow_pickle=False) as stored:
         x, edge_index = stored["x"], stored["edge_index"]
     g = GraphTensors.from_numpy(x, edge_index, spec.high_mask, spec.keep_prob, spec.device)
