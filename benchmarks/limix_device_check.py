@@ -15,8 +15,8 @@ slice of its pretraining on the device and the projected gpu-profile time.
     .venv/bin/python benchmarks/limix_device_check.py --device cpu --tiny      # exercises the code (tests)
 
 --tiny: the smoke profile's model and prior, one timed step. On `--device cpu` parity is exact.
-Note: assets/limix/runs.train_job trains on the CPU (its jobs carry device "cpu"); the projection
-is what the same steps cost on the device.
+assets/limix/runs.train_job trains on the compute device (its jobs carry compute.resolved_device());
+the projection is what the same steps cost on the device.
 """
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         note="measured at --tiny sizes; " * args.tiny
         + "leaves out held-out AUC evaluation, the rank / attention / prediction analyses, inference timings and "
           "the sklearn baselines (CPU), checkpoint writes; the mean step over a few prior shapes (rows, features "
-          "vary by step); the pipeline itself trains limix on the CPU (runs.train_job)")
+          "vary by step)")
     out["parity_ok"] = bool(ok)
     return device_check.finish(out, ok, args.out)
 

@@ -1,11 +1,10 @@
-"""skill_recompose device check (issue 49): no device parity (the gpu profile trains on the CPU), then a
-timed slice of its dominant phase, the Variant B transformer's meta-training, and the projection.
+"""skill_recompose device check (issue 49): cpu/device parity of the Variant B transformer's meta-training,
+a timed slice of it (the dominant phase of the gpu profile) and the projection.
 
-- parity: n/a. `icl.train` / `icl.predict` build the model and the batches on the CPU (no device
-  argument; runs.icl_job pins one torch thread) at every profile, and the MiniLM embeddings are
-  pinned to the CPU by assets/common/minilm.py: the gpu profile's "gpu" is a bigger model and more
-  steps (params skill_recompose.gpu.icl), not a device.
-- timed slice (host CPU, one torch thread as runs.icl_job): `icl.train` at the gpu profile's model
+- parity: the loss curve of STEPS `icl.train` steps from one seed on the CPU and on the device (the
+  meta-training runs on the compute device since issue 49; the test-time predictions and the MiniLM
+  embeddings stay on the CPU): max relative difference ≤ TOLERANCE.
+- timed slice (one torch thread as runs.icl_job): `icl.train` on the device at the gpu profile's model
   (layers, d_model, heads, max_len) and batch for STEPS steps (after a warm-up step) on episodes of
   the real shape — context segments (verb, code) and query verbs with codes, drawn at random from
   tasks.VERBS and valid code fields: make_batch pads every episode to max_len, so a step's cost does
@@ -25,7 +24,7 @@ import numpy as np
 STEPS, TINY_STEPS = 2, 2
 CONTEXT, QUERY = 40, 8            # segments per context, skill steps per query (≤ max_len together)
 VARIANTS = ("icl_labelled", "icl_raw")
-PARITY = "n/a: no device path (icl.train / icl.predict and the MiniLM encoder run on the CPU at every profile)"
+TOLERANCE = 1e-3                  # max relative difference of a step's loss, cpu vs device
 
 
 def episodes(rng: np.random.Generator, count: int, verbs: tuple[str, ...]) -> list[tuple]:
@@ -59,30 +58,41 @@ def main(argv: list[str] | None = None) -> int:
         if args.tiny else gpu.icl
     steps = TINY_STEPS if args.tiny else STEPS
     data = episodes(np.random.default_rng(0), 4 * p.batch, VERBS)
-    icl.train(torch, data, True, 0, p.layers, p.d_model, p.heads, p.max_len, 1, p.batch, p.lr)     # warm-up
+    def fit(variant: str, device: str):
+        return icl.train(torch, data, variant == "icl_labelled", 1, p.layers, p.d_model, p.heads, p.max_len,
+                         steps, p.batch, p.lr, device=device)
+
+    sync = device_check.synchronizer(args.device)
+    icl.train(torch, data, True, 0, p.layers, p.d_model, p.heads, p.max_len, 1, p.batch, p.lr,
+              device=args.device)                                                          # warm-up
     per_step, losses = {}, {}
     for variant in VARIANTS:
+        sync()
         started = time.perf_counter()
-        model, curve = icl.train(torch, data, variant == "icl_labelled", 1, p.layers, p.d_model, p.heads, p.max_len,
-                                 steps, p.batch, p.lr)
+        model, curve = fit(variant, args.device)
+        sync()
         per_step[variant] = (time.perf_counter() - started) / steps
         losses[variant] = curve
+    cpu_curve = np.asarray(fit(VARIANTS[0], "cpu")[1])
+    diff = float(np.max(np.abs(np.asarray(losses[VARIANTS[0]]) - cpu_curve) / np.maximum(np.abs(cpu_curve), 1e-12)))
+    parity = {"loss_rel_diff": diff, "tolerance": TOLERANCE, "steps": steps, "ok": bool(diff <= TOLERANCE)}
     started = time.perf_counter()
-    codes = icl.predict(torch, model, [e[:2] + (None,) for e in data[:64]], False, 0, p.max_len)
+    codes = icl.predict(torch, model.cpu(), [e[:2] + (None,) for e in data[:64]], False, 0, p.max_len)
     predict_seconds = (time.perf_counter() - started) / len(codes)
     finite = all(np.isfinite(v).all() for v in losses.values()) and all(len(c) == QUERY for c in codes)
     models = len(gpu.seeds)
-    report = {"paper": "skill_recompose", "device": args.device, "tiny": args.tiny, "parity": PARITY,
+    report = {"paper": "skill_recompose", "device": args.device, "tiny": args.tiny, "parity": parity,
+              "parity_ok": parity["ok"],
               "slice": {"steps": steps, "layers": p.layers, "d_model": p.d_model, "heads": p.heads, "batch": p.batch,
                         "max_len": p.max_len, "seconds_per_step": per_step, "losses": losses,
                         "predict_seconds_per_episode": predict_seconds, "finite": bool(finite)},
               "projection": device_check.projection(
                   [(f"{v} meta-training step ({gpu.icl.steps} steps × {models} seeds)", per_step[v],
                     gpu.icl.steps * models) for v in VARIANTS],
-                  note=f"serial host-CPU seconds (gpu profile: workers = {gpu.workers}); leaves out D&R itself "
+                  note=f"serial seconds on {args.device} (gpu profile: workers = {gpu.workers}); leaves out D&R itself "
                        f"(demos, keyframes, MiniLM labels, leave-one-seen-task-out search, contexts, rollouts), "
                        f"Variant B's test-time predictions and the bootstrap")}
-    return device_check.finish(report, bool(finite), args.out)
+    return device_check.finish(report, bool(finite) and parity["ok"], args.out)
 
 
 if __name__ == "__main__":

@@ -19,8 +19,8 @@ LM, then a timed slice of their training on the device and the projected gpu-pro
     .venv/bin/python benchmarks/ts_layers_device_check.py --device cpu --tiny    # exercises the code (tests)
 
 --tiny: the smoke profile's sizes (d = 64, depths 2 and 4), one timed step. On `--device cpu` parity is
-exact. Note: runs.text_job trains the text LM on the CPU (it takes no device); the projection costs its
-steps on the device.
+exact. Every training run (runs.pretrain_job, runs.text_job) trains on the job's device; the projection
+costs its steps on the device.
 """
 from __future__ import annotations
 
@@ -145,14 +145,14 @@ def main(argv: list[str] | None = None) -> int:
     text_s = timed[f"text_lm_L{p.llm4ts.depth}"]["seconds_per_step"]
     parts = [(f"{fam} L{d} pretraining step", per_step(d), gpu.train.steps * len(gpu.seeds))
              for fam, d in [("tsfm", d) for d in gpu.depths] + [("llm4ts", gpu.llm4ts.depth)]]
-    parts.append((f"text LM L{gpu.llm4ts.depth} step (runs.text_job: on the CPU in the pipeline)", text_s,
+    parts.append((f"text LM L{gpu.llm4ts.depth} step (runs.text_job)", text_s,
                   gpu.text.steps * len(gpu.seeds)))
     parts += [(f"realignment step, {what}", per_step(d), n * s) for what, d, s, n in realign_runs(gpu)]
     out["projection"] = device_check.projection(
         parts, note="measured at --tiny sizes (depths mapped to the nearest measured); " * args.tiny
         + "leaves out the synthetic corpus and bundle, evaluation (forecast errors, CKA / attention importance, "
           "removal drops, classical forecasts, latency), checkpoint writes; LLM4TS steps costed as a TSFM of "
-          "its depth; runs.text_job takes no device (the text LM trains on the CPU)")
+          "its depth")
     out["parity_ok"] = bool(ok)
     return device_check.finish(out, ok, args.out)
 

@@ -16,8 +16,8 @@ vcot's other stages (Z3 proofs, lifting, the offline completers, scoring) are CP
     .venv/bin/python benchmarks/vcot_device_check.py --device cpu --tiny     # exercises the code (tests)
 
 --tiny: the smoke profile's learned completer (d = 32, 1 layer, context 64), one timed step. On
-`--device cpu` parity is exact. Note: learned.train takes no device (the pipeline trains the completer
-on the CPU, one thread); the projection is what its steps cost on the device.
+`--device cpu` parity is exact. The pipeline trains the completer on the compute device
+(learned.train's `device`, one thread); the projection is what its steps cost on the device.
 """
 from __future__ import annotations
 
@@ -104,8 +104,7 @@ def main(argv: list[str] | None = None) -> int:
           gpu.learned.steps * families)],
         note="measured at --tiny sizes; " * args.tiny
         + "one model per held-out family; leaves out the CPU solver work (Z3 proofs, lifting, the offline "
-          "completers, scoring: no torch), greedy completion of the tasks, checkpoint writes; learned.train "
-          "takes no device (the pipeline trains the completer on the CPU)")
+          "completers, scoring: no torch), greedy completion of the tasks (on the CPU), checkpoint writes")
     out["parity_ok"] = bool(parity["ok"])
     return device_check.finish(out, parity["ok"], args.out)
 

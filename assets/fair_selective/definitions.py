@@ -16,6 +16,7 @@ import pandas as pd
 from assets.common.paper import Paper
 from assets.common.parallel import spawn_imap
 from assets.common.progress import Progress
+from assets.common.worker import cpu_workers
 from assets.fair_selective import checks, runs, static
 from assets.fair_selective import report as report_mod
 from assets.fair_selective.params import FairSelectiveParams
@@ -71,7 +72,7 @@ def agent_checkpoint(context: dg.AssetExecutionContext, env_spec: pd.DataFrame, 
     jobs = runs.training_jobs(p, env_spec, applicant_pool, lambda *k: compute.seed_for(paper.slug, *k))
     progress = Progress(context.log.info, len(jobs), "training")
     rows, timings = [], []
-    for job, out in zip(jobs, spawn_imap(runs.train_job, jobs, compute.workers(len(jobs), p.workers))):
+    for job, out in zip(jobs, spawn_imap(runs.train_job, jobs, cpu_workers(len(jobs), p.workers))):
         name = f"{job['env']}_{job['kind']}_b{job['beta1']:g}_{job['beta2']:g}_s{job['seed']}"
         ref = save_checkpoint(artifacts.checkpoint_path(paper.slug, name), out["state"],
                               provenance=compute.provenance(paper.slug), config=job["cfg"].as_dict(),
@@ -106,7 +107,7 @@ def eval_rollouts(context: dg.AssetExecutionContext, agent_checkpoint: pd.DataFr
             state, sidecar = load_checkpoint({"checkpoint": row.checkpoint, "md5": row.md5})
             jobs.append(runs.eval_job_spec(p, row, state, sidecar, runs.pool_of(applicant_pool, row.env, row.seed),
                                            compute.seed_for(paper.slug, "eval", row.seed)))
-    frames = list(spawn_imap(runs.eval_job, jobs, compute.workers(len(jobs), p.workers)))
+    frames = list(spawn_imap(runs.eval_job, jobs, cpu_workers(len(jobs), p.workers)))
     return pd.concat(frames, ignore_index=True)
 
 

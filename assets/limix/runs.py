@@ -115,11 +115,12 @@ def task_probabilities(model, batches: list[dict]) -> list[np.ndarray]:
 
     from assets.limix.model import predict_proba
 
+    device = next(model.parameters()).device
     out = []
     for b in batches:
         n = b["n_context"]
-        x, y = torch.as_tensor(b["x"]), torch.as_tensor(b["y"])
-        out.append(predict_proba(model, x, y[:, :n], n, b["n_classes"]).numpy())
+        x, y = torch.as_tensor(b["x"]).to(device), torch.as_tensor(b["y"]).to(device)
+        out.append(predict_proba(model, x, y[:, :n], n, b["n_classes"]).cpu().numpy())
     return out
 
 
@@ -137,24 +138,10 @@ def learned(val_auc: float, loss_drop: float, min_auc: float, min_drop: float) -
 
 
 # ------------------------------------------------------------------------------ training
-_BLAS_LIMIT: list = []
-
-
 def _torch_setup(job: dict):
-    import multiprocessing
-    import random
+    from assets.common.worker import torch_worker
 
-    import torch
-    from threadpoolctl import threadpool_limits
-
-    torch.set_num_threads(int(job["threads"]))
-    if not _BLAS_LIMIT and multiprocessing.parent_process() is not None:
-        _BLAS_LIMIT.append(threadpool_limits(limits=int(job["threads"])))
-    if job["deterministic"]:
-        torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.manual_seed(int(job["stream_seed"]))
-    random.seed(int(job["stream_seed"]))
-    return torch
+    return torch_worker(job["threads"], job["stream_seed"], job["deterministic"], cap_blas=True)
 
 
 def build_model(p: LimiXParams, variant: str, torch_seed: int):
@@ -167,18 +154,21 @@ def build_model(p: LimiXParams, variant: str, torch_seed: int):
 
 
 def train_job(job: dict) -> dict:
-    """One pretraining run of one variant × seed and its held-out AUC (val tasks)."""
+    """One pretraining run of one variant × seed on job["device"] and its held-out AUC (val tasks).
+    The returned state is on the CPU."""
     from assets.common.pfn.train import TrainConfig, train
+    from assets.common.worker import to_device
     from assets.limix.model import task_loss
 
     _torch_setup(job)
     p: LimiXParams = job["params"]
-    s = int(job["stream_seed"])
-    model = build_model(p, job["variant"], s)
+    s, device = int(job["stream_seed"]), job["device"]
+    model = build_model(p, job["variant"], s).to(device)
     t = p.train
     config = TrainConfig(steps=t.steps, lr=t.lr, warmup_steps=t.warmup_steps, min_lr_ratio=t.min_lr_ratio,
                          grad_clip=t.grad_clip)
-    result = train(model, D.prior_stream(prior(p), s, "pretrain", t.tasks_per_step), task_loss, config)
+    stream = D.prior_stream(prior(p), s, "pretrain", t.tasks_per_step)
+    result = train(model, lambda step: to_device(stream(step), device), task_loss, config)
     val_auc, _ = mean_auc(model.eval(), job["val"])
     model.cpu()
     return {"state": {k: v.detach().clone() for k, v in model.state_dict().items()}, "losses": result.losses,
@@ -187,7 +177,7 @@ def train_job(job: dict) -> dict:
 
 def _common(p: LimiXParams, compute: Any) -> dict:
     return {"params": p, "threads": compute.torch_threads(p.torch_threads),
-            "deterministic": bool(compute.deterministic), "device": "cpu"}
+            "deterministic": bool(compute.deterministic), "device": compute.resolved_device()}
 
 
 def train_all(p: LimiXParams, val: list[dict], compute: Any, artifacts: Any, seed_for: SeedFor,
@@ -218,7 +208,7 @@ def train_all(p: LimiXParams, val: list[dict], compute: Any, artifacts: Any, see
         name = f"{job['variant']}_s{job['seed']}"
         ref = save_checkpoint(artifacts.checkpoint_path(SLUG, name), out["state"],
                               provenance=compute.provenance(SLUG), config=variant_config(p, job["variant"]),
-                              seed=job["seed"], device="cpu", stream_seed=job["stream_seed"],
+                              seed=job["seed"], device=job["device"], stream_seed=job["stream_seed"],
                               variant=job["variant"], loss_curve=[round(x, 6) for x in out["losses"]])
         model = build_model(p, job["variant"], 0)
         ok = learned(out["val_auc"], drop, p.gate_min_auc, p.gate_min_loss_drop)

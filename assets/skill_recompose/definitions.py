@@ -164,13 +164,13 @@ def icl_model(context: dg.AssetExecutionContext, seen_demos: pd.DataFrame, keyfr
     for s in p.seeds:
         episodes = runs.icl_train_episodes(_seed(seen_demos, s), _seed(keyframes, s), _seed(skill_annotations, s),
                                            _seed(scene_features, s), emb, hp, p.icl.train_per_task)
-        jobs += [(s, v, episodes, p.icl, compute.seed_for(paper.slug, "icl", s, v))
+        jobs += [(s, v, episodes, p.icl, compute.seed_for(paper.slug, "icl", s, v), compute.resolved_device())
                  for v in ("icl_labelled", "icl_raw")]
     out = []
     for res in spawn_imap(runs.icl_job, jobs, compute.workers(len(jobs), p.workers)):
         ref = save_checkpoint(artifacts.checkpoint_path(paper.slug, f"icl_{res['seed']}_{res['variant']}"),
                               res["state"], provenance=compute.provenance(paper.slug), config=p.icl,
-                              seed=res["torch_seed"], device="cpu")
+                              seed=res["torch_seed"], device=compute.resolved_device())
         losses = res["losses"]
         context.log.info(f"icl seed {res['seed']} {res['variant']}: loss {losses[0]:.3f} → {losses[-1]:.3f}")
         out.append({"seed": res["seed"], "variant": res["variant"], **ref, "first_loss": float(losses[0]),

@@ -92,16 +92,20 @@ def make_batch(torch, episodes: Sequence[tuple], labelled: bool, rng: np.random.
 
 
 def train(torch, episodes: Sequence[tuple], labelled: bool, seed: int, layers: int, d_model: int, heads: int,
-          max_len: int, steps: int, batch: int, lr: float, log=None):
-    """Meta-train on seen-task episodes (leave-one-seen-task-out contexts). Returns (model, losses)."""
+          max_len: int, steps: int, batch: int, lr: float, log=None, device: str = "cpu"):
+    """Meta-train on seen-task episodes (leave-one-seen-task-out contexts) on `device`.
+    Returns (model, on `device`; losses)."""
+    from assets.common.worker import to_device
+
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    model = build_model(torch, layers, d_model, heads, max_len)
+    model = build_model(torch, layers, d_model, heads, max_len).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     losses = []
     for step in range(steps):
         idx = rng.integers(0, len(episodes), size=batch)
-        v, f, k, m, tgt, tm = make_batch(torch, [episodes[i] for i in idx], labelled, rng, max_len)
+        v, f, k, m, tgt, tm = to_device(make_batch(torch, [episodes[i] for i in idx], labelled, rng, max_len),
+                                        device)
         out = model(v, f, k, m)
         loss = sum(torch.nn.functional.cross_entropy(o[tm], tgt[tm][:, j]) for j, o in enumerate(out))
         opt.zero_grad()

@@ -523,12 +523,14 @@ def execute_codes(task_name: str, scene_json: str, roles_json: str, skills, code
     return ok, reason
 
 
-def icl_fit(torch, episodes, labelled: bool, seed: int, p, log=None) -> tuple[dict, list[float]]:
+def icl_fit(torch, episodes, labelled: bool, seed: int, p, log=None, device: str = "cpu"
+            ) -> tuple[dict, list[float]]:
+    """Variant B's model trained on `device`: (its state_dict on the CPU, losses)."""
     from assets.skill_recompose import icl
 
     model, losses = icl.train(torch, episodes, labelled, seed, p.layers, p.d_model, p.heads, p.max_len, p.steps,
-                              p.batch, p.lr, log)
-    return model.state_dict(), losses
+                              p.batch, p.lr, log, device)
+    return model.cpu().state_dict(), losses
 
 
 def icl_rollouts(torch, states: dict, lib: Library, queries: pd.DataFrame, plans: pd.DataFrame, ctx: pd.DataFrame,
@@ -557,12 +559,12 @@ def icl_rollouts(torch, states: dict, lib: Library, queries: pd.DataFrame, plans
 
 
 def icl_job(job: tuple) -> dict:
-    """One Variant B model in a worker process: (seed, variant, episodes, ICLParams, torch seed)."""
-    import torch
+    """One Variant B model (in a worker process on the CPU, in-process on a GPU):
+    (seed, variant, episodes, ICLParams, torch seed, device)."""
+    from assets.common.worker import torch_worker
 
-    seed, variant, episodes, p, torch_seed = job
-    torch.set_num_threads(1)
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    state, losses = icl_fit(torch, episodes, variant == "icl_labelled", torch_seed, p)
+    seed, variant, episodes, p, torch_seed, device = job
+    torch = torch_worker(1, deterministic=True)
+    state, losses = icl_fit(torch, episodes, variant == "icl_labelled", torch_seed, p, device=device)
     return {"seed": seed, "variant": variant, "state": {k: v.detach().numpy() for k, v in state.items()},
             "losses": losses, "torch_seed": torch_seed}

@@ -90,7 +90,8 @@ def text_backbone(context: dg.AssetExecutionContext, compute: ComputeResource,
                   artifacts: ArtifactsResource) -> pd.DataFrame:
     p = paper.params(compute)
     frame, timings = pipeline.text_backbone(p, _seed_for(compute), _saver(compute, artifacts),
-                                            _workers(compute, len(p.seeds)), p.torch_threads, context.log.info)
+                                            _workers(compute, len(p.seeds)), p.torch_threads, context.log.info,
+                                            compute.resolved_device())
     artifacts.record_timings(paper.slug, "text_backbone", pd.DataFrame(timings))
     return frame
 

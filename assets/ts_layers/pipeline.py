@@ -59,9 +59,9 @@ def bundle(corpus, real, window_frame, p: TSLayersParams, path: Path) -> str:
 
 # ------------------------------------------------------------------------------ text backbone
 def text_backbone(p: TSLayersParams, seed_for: SeedFor, save: Saver, workers: int, threads: int,
-                  log: Log) -> tuple[pd.DataFrame, list[dict]]:
-    jobs = [{"params": p, "seed": seed_for("text", s), "model_seed": s, "threads": threads, "cost": 1}
-            for s in p.seeds]
+                  log: Log, device: str = "cpu") -> tuple[pd.DataFrame, list[dict]]:
+    jobs = [{"params": p, "seed": seed_for("text", s), "model_seed": s, "threads": threads, "cost": 1,
+             "device": device} for s in p.seeds]
     results = R.run_jobs(R.text_job, jobs, workers, log, "text backbone")
     rows, timings = [], []
     for job, r in zip(jobs, results):

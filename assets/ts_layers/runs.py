@@ -154,17 +154,9 @@ def patch_config(p: TSLayersParams, family: str, depth: int):
 
 
 def _torch(threads: int, seed: int):
-    import os
-    import random
+    from assets.common.worker import torch_worker
 
-    import torch
-
-    torch.set_num_threads(max(1, threads))
-    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.manual_seed(seed)
-    random.seed(seed)
-    return torch
+    return torch_worker(threads, seed, deterministic=True)
 
 
 def state_numpy(model) -> dict[str, np.ndarray]:
@@ -237,25 +229,27 @@ def text_corpus() -> tuple[list[str], np.ndarray]:
 
 
 def text_job(job: dict) -> dict:
-    """Pretrain the char-level LM; returns its state (numpy), loss curve and held-out loss."""
+    """Pretrain the char-level LM on job["device"] (default cpu); returns its state (numpy, from the
+    CPU), loss curve and held-out loss."""
     from torch.nn import functional as F
 
     from assets.ts_layers.model import text_lm
 
     p: TSLayersParams = job["params"]
     torch = _torch(job["threads"], job["seed"])
+    device = job.get("device", "cpu")
     vocab, tokens = text_corpus()
     split = int(0.95 * len(tokens))
     train, held = tokens[:split], tokens[split:]
     t = p.text
-    model = text_lm(len(vocab), p.llm4ts.depth, p.d_model, p.n_heads, t.context)
+    model = text_lm(len(vocab), p.llm4ts.depth, p.d_model, p.n_heads, t.context).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=t.lr, weight_decay=0.01)
     rng = np.random.default_rng(job["seed"])
     start = time.perf_counter()
 
     def batch(source, n):
         starts = rng.integers(0, len(source) - t.context - 1, size=n)
-        return torch.from_numpy(source[starts[:, None] + np.arange(t.context + 1)[None]])
+        return torch.from_numpy(source[starts[:, None] + np.arange(t.context + 1)[None]]).to(device)
 
     def loss_of(x):
         out = model(x[:, :-1])

@@ -118,7 +118,7 @@ def learned_completer(context: dg.AssetExecutionContext, lifted_programs: pd.Dat
     torch = compute.torch(seed=compute.seed_for(paper.slug, "learned"), threads=1)
     lifted = lifted_programs[lifted_programs["status"] == "lifted"]
     state, info = runs.train_learned(lifted, p.learned, torch, compute.seed_for(paper.slug, "learned"),
-                                     context.log.info)
+                                     context.log.info, compute.resolved_device())
     ref = save_checkpoint(artifacts.checkpoint_path(paper.slug, "learned_completer"), state,
                           provenance=compute.provenance(paper.slug), config=p.learned, seed=compute.base_seed,
                           vocab=info["vocab"], losses=info["losses"])

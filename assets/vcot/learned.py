@@ -61,14 +61,15 @@ def encode(kind: str, before: str, block: str | None, index: dict[str, int], pro
     return prompt, target
 
 
-def train(programs: list[dict], vocab: list[str], cfg: Any, torch: Any, seed: int, log: Any = None):
-    """A TinyLM trained on the programs' blocks; returns (model, final loss)."""
+def train(programs: list[dict], vocab: list[str], cfg: Any, torch: Any, seed: int, log: Any = None,
+          device: str = "cpu"):
+    """A TinyLM trained on the programs' blocks on `device`; returns (model, moved to the CPU, final loss)."""
     from assets.common.tiny_lm import TinyLM, TinyLMConfig
 
     index = {t: i for i, t in enumerate(vocab)}
     data = [encode(k, b, x, index, cfg.prompt_tokens, cfg.max_new) for k, b, x in examples(programs)]
     model = TinyLM(TinyLMConfig(vocab_size=len(vocab), d_model=cfg.d_model, n_heads=cfg.n_heads,
-                                n_layers=cfg.n_layers, context=cfg.context))
+                                n_layers=cfg.n_layers, context=cfg.context)).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
     rng = np.random.default_rng(seed)
     loss_value = float("nan")
@@ -81,7 +82,8 @@ def train(programs: list[dict], vocab: list[str], cfg: Any, torch: Any, seed: in
         for r, ((p, _), s) in enumerate(zip(batch, seqs)):
             x[r, : len(s)] = torch.tensor(s)
             weight[r, len(p): len(s)] = 1.0          # loss on the block's tokens only
-        logits = model(x[:, :-1], key_mask=(x[:, :-1] != PAD) | (torch.arange(width - 1) == 0)).logits
+        x, weight = x.to(device), weight.to(device)
+        logits = model(x[:, :-1], key_mask=(x[:, :-1] != PAD) | (torch.arange(width - 1, device=device) == 0)).logits
         nll = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1),
                                                 reduction="none").reshape(len(seqs), width - 1)
         loss = (nll * weight[:, 1:]).sum() / weight[:, 1:].sum().clamp(min=1)
@@ -91,7 +93,7 @@ def train(programs: list[dict], vocab: list[str], cfg: Any, torch: Any, seed: in
         loss_value = float(loss.detach())
         if log and (step + 1) % max(1, cfg.steps // 5) == 0:
             log(f"learned completer: step {step + 1}/{cfg.steps}, loss {loss_value:.3f}")
-    return model, loss_value
+    return model.cpu(), loss_value
 
 
 def complete(model: Any, vocab: list[str], task: dict, cfg: Any, torch: Any) -> dict[str, str]:

@@ -310,8 +310,10 @@ def score_all(programs: pd.DataFrame, tasks: pd.DataFrame, completions: pd.DataF
 
 # ----------------------------------------------------------------------------- learned completer
 
-def train_learned(programs: pd.DataFrame, cfg: Any, torch: Any, seed: int, log: Log) -> tuple[dict, dict]:
-    """One model per held-out family: (state dict with "<family>.<param>" keys, sidecar info)."""
+def train_learned(programs: pd.DataFrame, cfg: Any, torch: Any, seed: int, log: Log, device: str = "cpu"
+                  ) -> tuple[dict, dict]:
+    """One model per held-out family, trained on `device`: (CPU state dict with "<family>.<param>" keys,
+    sidecar info)."""
     from assets.vcot import learned as LC
 
     records = programs[["program_id", "family", "text"]].to_dict("records")
@@ -322,7 +324,7 @@ def train_learned(programs: pd.DataFrame, cfg: Any, torch: Any, seed: int, log: 
         if not train_on:
             continue
         torch.manual_seed(seed)
-        model, loss = LC.train(train_on, vocab, cfg, torch, seed, log)
+        model, loss = LC.train(train_on, vocab, cfg, torch, seed, log, device)
         info["losses"][family] = loss
         state.update({f"{family}.{k}": v for k, v in model.state_dict().items()})
     return state, info
