@@ -8,6 +8,8 @@ results/ is the one exception to "no generated data in git": small text files an
 - claims.csv: paper, claim, verdict, premise, paper's value, ours, CI, seeds, git sha, params hash;
 - runs.csv: every recorded run at the DVC profile — paper, wall s, CPU-s, machine (cores, CPU
   model), load, date — merged with the committed history by run id;
+- a paper with no rows in the warehouse (`make reproduce PAPERS=...` ran a subset) keeps its committed
+  claims rows, and the scorecard counts the merged record;
 - metrics.json: paper → claim → estimate, CI bounds, margin, verdict (DVC metrics: `dvc metrics diff`);
 - SCORECARD.md and scorecard.png;
 - <slug>.md per paper: its REPORT.md (claims table and explanations) with at most
@@ -60,6 +62,32 @@ def runs_record(jobs: pd.DataFrame, committed: pd.DataFrame | None, profile: str
     merged = pd.concat([f.reindex(columns=RUN_COLUMNS) for f in frames], ignore_index=True)
     merged = merged.drop_duplicates("run_id", keep="last")
     return merged.sort_values(["started_at", "paper"], kind="stable").reset_index(drop=True)
+
+
+def keep_committed(record: pd.DataFrame, committed: pd.DataFrame | None) -> tuple[pd.DataFrame, list[str]]:
+    """`record` plus the committed rows of every registered paper it has no rows for (a
+    `make reproduce PAPERS=...` subset leaves the other papers out of the warehouse; their committed
+    results stand, with the git sha of the run that produced them). Returns the merged record, in
+    the registry's order, and the slugs kept from the committed record."""
+    if committed is None or committed.empty:
+        return record, []
+    kept = [slug for slug in PAPERS if slug not in set(record["paper"]) and slug in set(committed["paper"])]
+    if not kept:
+        return record, []
+    merged = pd.concat([record, committed[committed["paper"].isin(kept)].reindex(columns=CLAIM_COLUMNS)],
+                       ignore_index=True)
+    order = {slug: i for i, slug in enumerate(PAPERS)}
+    merged = merged.assign(_order=merged["paper"].map(order)).sort_values("_order", kind="stable")
+    return merged.drop(columns="_order").reset_index(drop=True), kept
+
+
+_TIMED = re.compile(r"Not counted here: \d+ wall-clock claim\(s\) \(([^)]*)\)")
+
+
+def timed_claim_names(scorecard_md: str) -> list[str]:
+    """The paper/claim names of the wall-clock claims listed in a SCORECARD.md's note."""
+    found = _TIMED.search(scorecard_md)
+    return [n.strip() for n in found.group(1).split(",") if n.strip()] if found else []
 
 
 def _number(value) -> float | None:
@@ -140,7 +168,11 @@ def write_record(out: Path, claims: pd.DataFrame, jobs: pd.DataFrame, runs: pd.D
     from jobs.platform import scorecard_figure, scorecard_markdown
 
     out.mkdir(parents=True, exist_ok=True)
-    record = claims_record(claims, runs, profile)
+    committed = (pd.read_csv(out / "claims.csv", keep_default_na=False, na_values=[""])
+                 if (out / "claims.csv").exists() else None)
+    record, kept = keep_committed(claims_record(claims, runs, profile), committed)
+    if kept:
+        print(f"not in this warehouse, kept from the committed record: {', '.join(kept)}")
     record.to_csv(out / "claims.csv", index=False)
     committed_runs = pd.read_csv(out / "runs.csv") if (out / "runs.csv").exists() else None
     shas = runs.dropna(subset=["run_id"]).drop_duplicates("run_id", keep="last").set_index("run_id")["git_sha"]
@@ -150,14 +182,19 @@ def write_record(out: Path, claims: pd.DataFrame, jobs: pd.DataFrame, runs: pd.D
                                       encoding="utf-8")
     # The record's scorecard counts exactly the rows of claims.csv (the README's count): wall-clock
     # claims vary with the machine, so they stay in the per-paper run records, named here.
+    # A paper kept from the committed record keeps its wall-clock names from the committed note.
     own = claims[claims["profile"] == profile]
     timed = own["volatile"].fillna(False).astype(bool)
-    names = sorted(set(own.loc[timed, "paper"] + "/" + own.loc[timed, "claim_id"]))
+    names = set(own.loc[timed, "paper"] + "/" + own.loc[timed, "claim_id"])
+    if kept and (out / "SCORECARD.md").exists():
+        names |= {n for n in timed_claim_names((out / "SCORECARD.md").read_text(encoding="utf-8"))
+                  if n.split("/")[0] in kept}
+    names = sorted(names)
     note = (f"Not counted here: {len(names)} wall-clock claim(s) ({', '.join(names)}), judged in each run's "
             "record under data/runs/<paper>/: they depend on the machine." if names else "")
-    own = own[~timed]
-    (out / "SCORECARD.md").write_text(scorecard_markdown(own, note=note), encoding="utf-8")
-    save_figure(scorecard_figure(own), out / "scorecard.png")
+    counted = record.assign(profile=profile)
+    (out / "SCORECARD.md").write_text(scorecard_markdown(counted, note=note), encoding="utf-8")
+    save_figure(scorecard_figure(counted), out / "scorecard.png")
     for slug in dict.fromkeys(record["paper"]):
         report = data / "reports" / slug / "REPORT.md"
         if not report.exists():
@@ -200,8 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     profile = str(load_all_params().get("dvc_profile", "cpu"))
     claims = read_table(db, "SELECT * FROM claims")
     runs = read_table(db, "SELECT * FROM runs")
-    new = claims_record(claims, runs, profile)
-    changes = verdict_changes(committed_claims(), new)
+    committed = committed_claims()
+    new, _ = keep_committed(claims_record(claims, runs, profile), committed)
+    changes = verdict_changes(committed, new)
     print(f"verdicts changed against the committed results/claims.csv: {len(changes)}")
     for line in changes:
         print(f"  {line}")

@@ -21,6 +21,7 @@ import numpy as np
 from assets.acc_marl import model as model_mod
 from assets.acc_marl.env import PoolArrays, TeamEnv, own_first
 from assets.acc_marl.layouts import Layout
+from assets.common.worker import torch_worker
 
 VARIANTS = ("pbrs", "no_pbrs", "gru")
 PRECISIONS = ("fp32", "bf16")
@@ -134,8 +135,7 @@ def train(layout: Layout, arrays: PoolArrays, graphs: dict, roots: np.ndarray, c
 
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; known: {VARIANTS}")
-    torch.set_num_threads(threads)
-    torch.manual_seed(seed)
+    torch_worker(threads, seed)
     rng = np.random.default_rng([seed, 1])
     net = net_for(torch, layout, cfg, variant).to(device)
     opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, eps=1e-5)

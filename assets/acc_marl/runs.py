@@ -14,6 +14,7 @@ from assets.acc_marl import model as model_mod
 from assets.acc_marl import ppo
 from assets.acc_marl.env import PoolArrays, TeamEnv
 from assets.acc_marl.params import AccMarlParams
+from assets.common.worker import torch_worker
 
 SPLITS = ("train", "test", "ood")
 # curated scenarios: agent 0's token lies behind a door (only reachable through it)
@@ -260,7 +261,7 @@ def eval_job(job: dict) -> pd.DataFrame:
     seed, sampler, split), so every variant meets the same tasks."""
     import torch
 
-    torch.set_num_threads(1)
+    torch_worker(1)
     arrays, pool = pool_from_table(job["pool"])
     enc = ppo.Encoded(torch, model_mod.dfa_graphs(pool), arrays.n_states)
     layout, net = _policy(torch, job)
@@ -295,7 +296,7 @@ def assignment_job(job: dict) -> pd.DataFrame:
     episodes (the oracle), the value-argmax and the oracle choice."""
     import torch
 
-    torch.set_num_threads(1)
+    torch_worker(1)
     arrays, pool = pool_from_table(job["pool"])
     enc = ppo.Encoded(torch, model_mod.dfa_graphs(pool), arrays.n_states)
     layout, net = _policy(torch, job)
@@ -370,7 +371,7 @@ def trace_job(job: dict) -> pd.DataFrame:
     hold-the-door trace is kept as JSON."""
     import torch
 
-    torch.set_num_threads(1)
+    torch_worker(1)
     arrays, pool = pool_from_table(job["pool"])
     enc = ppo.Encoded(torch, model_mod.dfa_graphs(pool), arrays.n_states)
     layout, net = _policy(torch, job)
@@ -428,7 +429,7 @@ def progression_benchmark(p: AccMarlParams, layouts: pd.DataFrame, pool: pd.Data
     rows.append({"metric": "table_speedup", "value": rows[0]["value"] / rows[1]["value"]})
     import torch
 
-    torch.set_num_threads(1)
+    torch_worker(1)
     net = ppo.net_for(torch, layout, ppo_config(p), "pbrs")
     enc = ppo.Encoded(torch, model_mod.dfa_graphs(dpool), arrays.n_states)
     tasks = draw_tasks(np.random.default_rng([seed, 8]), ids, 64, layout.n_agents, arrays.trivial)

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from assets.common.worker import torch_worker
 from assets.flowtracer import tasks
 from assets.flowtracer.params import FlowtracerParams
 
@@ -72,15 +73,12 @@ def sft_job(job: dict, log: Log | None = None) -> dict:
     its greedy test accuracy. job: params, seed, train / val / test records, path, provenance,
     threads. Returns the checkpoint reference, steps, the snapshot curve, test_accuracy,
     seconds. log (in-process calls only): a line every 10 snapshots."""
-    import torch
-
     from assets.flowtracer import policy as P
     from resources.artifacts import save_checkpoint
 
     p: FlowtracerParams = job["params"]
     task = tasks.get(p.data.task)
-    torch.set_num_threads(job["threads"])
-    torch.manual_seed(job["seed"])
+    torch_worker(job["threads"], job["seed"])
     model = P.build_model(**model_config(p), task=task).to(job.get("device", "cpu"))   # seeded on the CPU
     examples = P.sft_examples(pd.DataFrame(job["train"]), task)
     val = pd.DataFrame(job["val"]).head(p.sft.val_prompts)
@@ -167,7 +165,7 @@ def flow_job(job: dict) -> dict:
 
     p: FlowtracerParams = job["params"]
     task = tasks.get(p.data.task)
-    torch.set_num_threads(job["threads"])
+    torch_worker(job["threads"])
     model = load_policy(job["checkpoint"], task, job.get("device", "cpu"))
     problems = pd.DataFrame(job["problems"])
     tokens, masks, bands = [], [], []
@@ -222,8 +220,7 @@ def grpo_job(job: dict) -> dict:
     p: FlowtracerParams = job["params"]
     task = tasks.get(p.data.task)
     g = p.grpo
-    torch.set_num_threads(job["threads"])
-    torch.manual_seed(job["seed"])
+    torch_worker(job["threads"], job["seed"])
     generator = torch.Generator().manual_seed(job["seed"])
     rng = np.random.default_rng(job["seed"])
     policy = load_policy(job["checkpoint"], task, job.get("device", "cpu"))

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from assets.common.params import thaw
+from assets.common.worker import torch_worker
 from assets.viar import data
 from assets.viar.params import VIARRunParams
 from resources.artifacts import data_ref, load_checkpoint, save_state_dict
@@ -35,25 +36,6 @@ def torch_for(compute: Any, p: VIARRunParams, seed: int | None = None):
     OpenMP threads per process spin against the other processes and ran these small kernels
     5–10× slower than one (measured); the resource's limit still applies."""
     return compute.torch(seed, threads=p.torch_threads)
-
-
-def worker_torch(job: dict, seed: int | None = None):
-    """torch configured for one worker job exactly as compute.torch(seed, threads) configures the
-    parent (threads, determinism with the cuBLAS workspace, torch and `random` seeds), so a job
-    gives the same bytes in a spawned worker as in this process."""
-    import os
-    import random
-
-    import torch
-
-    torch.set_num_threads(int(job["threads"]))
-    if job["deterministic"]:
-        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-        torch.use_deterministic_algorithms(True, warn_only=True)
-    if seed is not None:
-        torch.manual_seed(seed)
-        random.seed(seed)
-    return torch
 
 
 # ------------------------------------------------------------------------------ configs
@@ -293,7 +275,7 @@ def train_job(job: dict) -> dict:
     positional optimisation arguments), jfb. Returns the CPU state_dict and train_ar's record."""
     from assets.viar import model as Mo
 
-    worker_torch(job, int(job["run_seed"]))
+    torch_worker(job["threads"], int(job["run_seed"]), job["deterministic"])
     model = Mo.NextScaleAR(Mo.ARConfig.from_dict(job["config"]))
     out = Mo.train_ar(model, job["tf"], job["tokens"], job["labels"], *job["hparams"], int(job["run_seed"]),
                       jfb=job["jfb"], device=job["device"])
@@ -397,7 +379,7 @@ def calibrate_job(job: dict) -> dict:
 
     from assets.viar import model as Mo
 
-    worker_torch(job)
+    torch_worker(job["threads"], deterministic=job["deterministic"])
     device = job["device"]
     model = load_ar(job["checkpoint"]).to(device)
     tok = load_tokenizer(job["tokenizer"]).to(device)
@@ -499,7 +481,7 @@ def sample_job(job: dict) -> dict:
 
     from assets.viar import model as Mo
 
-    worker_torch(job)
+    torch_worker(job["threads"], deterministic=job["deterministic"])
     device = job["device"]
     model = load_ar(job["checkpoint"]).to(device)
     tok = load_tokenizer(job["tokenizer"]).to(device)

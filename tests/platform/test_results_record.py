@@ -14,7 +14,7 @@ import pandas as pd  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from assets.common.claims import Premise, judged, observation, verdict  # noqa: E402
-from jobs.results import MAX_FIGURES, RUN_COLUMNS, claims_record, verdict_changes, write_record  # noqa: E402
+from jobs.results import MAX_FIGURES, RUN_COLUMNS, claims_record, keep_committed, verdict_changes, write_record  # noqa: E402
 
 
 def _claims(outcome_b: str = "refuted") -> pd.DataFrame:
@@ -98,3 +98,32 @@ def test_the_record_scorecard_counts_the_rows_of_claims_csv(tmp_path):
     text = (out / "SCORECARD.md").read_text()
     assert "speed" not in set(record["claim_id"]) and len(counted) == 3
     assert "1 hold · 1 refuted · 1 inconclusive" in text and "hir/speed" in text
+
+
+def test_a_subset_run_keeps_the_committed_rows_of_the_papers_it_did_not_run(tmp_path):
+    """make reproduce PAPERS=hir: the warehouse has hir only; vcot's committed rows (and its wall-clock
+    name in the note) stay in claims.csv, metrics.json and the scorecard's count; hir's are replaced."""
+    out = tmp_path / "results"
+    other = claims_record(_claims("holds"), RUNS, "cpu").assign(paper="vcot", git_sha="old")
+    old_hir = claims_record(_claims("holds"), RUNS, "cpu")
+    out.mkdir()
+    pd.concat([old_hir, other], ignore_index=True).to_csv(out / "claims.csv", index=False)
+    (out / "SCORECARD.md").write_text("Not counted here: 2 wall-clock claim(s) (hir/speed, vcot/judge_speed), judged")
+    write_record(out, _claims("refuted"), pd.DataFrame(columns=RUN_COLUMNS), RUNS, tmp_path / "data", "cpu")
+
+    record = pd.read_csv(out / "claims.csv")
+    assert list(dict.fromkeys(record["paper"])) == ["vcot", "hir"]   # the registry's order
+    assert set(record.loc[record["paper"] == "vcot", "git_sha"]) == {"old"}
+    assert record.loc[(record["paper"] == "hir") & (record["claim_id"] == "b"), "verdict"].item() == "refuted"
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["vcot"]["b"]["verdict"] == "holds" and metrics["hir"]["b"]["verdict"] == "refuted"
+    text = (out / "SCORECARD.md").read_text()
+    assert "3 hold · 1 refuted · 2 inconclusive** of 6 claims across 2 papers" in text
+    assert "1 wall-clock claim(s) (vcot/judge_speed)" in text
+
+
+def test_keep_committed_adds_nothing_when_every_paper_ran():
+    new = claims_record(_claims("refuted"), RUNS, "cpu")
+    merged, kept = keep_committed(new, claims_record(_claims("holds"), RUNS, "cpu"))
+    assert kept == [] and verdict_changes(new, merged) == []
+    assert keep_committed(new, None) == (new, [])
