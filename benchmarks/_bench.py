@@ -43,7 +43,6 @@ PERFORMANCE = (
 )
 
 STUDIES = (
-    "acc_marl_budget",                 # budget curve: ACC-MARL success vs env steps against a random policy
     "brew_detection",                  # cost profile of the BREW detector by stage; no baseline is timed
     "brew_length_sync",                # detector acceptance vs text length (issue 46); no timing
     "dispat_ablation",                 # self-play ablations on a finished run: why the rounds are rejected

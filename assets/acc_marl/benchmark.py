@@ -218,6 +218,50 @@ def hold_the_door(traces: pd.DataFrame, layouts, seeds) -> Claim:
                   seeds=seeds_label(seeds))
 
 
+def budget_table(budget: pd.DataFrame, cells: pd.DataFrame, layouts, final_iteration: int,
+                 final_steps: int) -> pd.DataFrame:
+    """The budget curve, one row per layout × iteration: ACC-MARL success on the premise's cell
+    (mean over seeds) at each snapshot (`budget`, budget_curve's per-episode rows) and at the end
+    of training (the eval's cell, iteration `final_iteration`), the random policy on the same task
+    tuples, and the paired 90 % CI over seeds of trained − random (ci_low / ci_high NaN with fewer
+    than 2 seeds or no random cell)."""
+    columns = ["layout", "iteration", "steps", "seeds", "acc_marl", "random", "delta", "ci_low", "ci_high"]
+    rows = []
+    for name in layouts:
+        rnd = _cell(cells, name, "random", *MAIN)
+        curve = {}
+        if len(budget):
+            b = budget[budget["layout"] == name]
+            for (it, steps), g in b.groupby(["iteration", "steps"]):
+                curve[(int(it), int(steps))] = g.groupby("seed")["success"].mean().sort_index()
+        curve.setdefault((final_iteration, final_steps), _cell(cells, name, "pbrs", *MAIN))
+        for (it, steps), trained in sorted(curve.items()):
+            ci = _paired(trained, rnd) if len(trained) > 1 else None
+            common = sorted(set(trained.index) & set(rnd.index))
+            rows.append({"layout": name, "iteration": it, "steps": steps, "seeds": len(trained),
+                         "acc_marl": float(trained.mean()) if len(trained) else NAN,
+                         "random": float(rnd[common].mean()) if common else NAN,
+                         "delta": ci.mean if ci is not None else NAN,
+                         "ci_low": ci.low if ci is not None else NAN, "ci_high": ci.high if ci is not None else NAN})
+    return pd.DataFrame(rows, columns=columns)
+
+
+def budget_observation(table: pd.DataFrame, seeds) -> Claim:
+    """Report-only: trained − random along the budget, and the first budget whose paired CI
+    lower bound exceeds the premise's bound (TRAINED_OVER_RANDOM), per layout."""
+    parts = []
+    for name, g in table.groupby("layout", sort=False):
+        points = ", ".join(f"{int(r.steps):,}: {r.delta:+.3f} [{r.ci_low:+.3f}, {r.ci_high:+.3f}]"
+                           for r in g.itertuples())
+        above = g[g["ci_low"] > TRAINED_OVER_RANDOM]
+        first = f"first above at {int(above['steps'].iloc[0]):,} steps" if len(above) else "never above"
+        parts.append(f"{name}: {points} ({first})")
+    return observation("budget_curve", "ACC-MARL − random policy success on the premise's cell (RAD in-distribution, "
+                       "random assignment) vs PPO env steps: paired 90 % CI over seeds at each snapshot and at the "
+                       "end of training.", "the paper trains 2–10 M env steps", "; ".join(parts) or "no snapshots",
+                       seeds=seeds_label(seeds))
+
+
 def observations(cells, traces, perf, layouts, seeds) -> list[Claim]:
     rows = []
     for name in layouts:

@@ -5,7 +5,8 @@
 
     layouts ─> dfa_pool ─> policy (layout × variant × seed) ─> eval ─────────────┐
                    │                 ├──> assignment_study ────────────────────┤
-                   │                 └──> coordination_traces ─────────────────┼─> benchmark_report ─> claims
+                   │                 ├──> coordination_traces ─────────────────┤
+                   │                 └──> budget_curve (snapshots, report-only)┼─> benchmark_report ─> claims
                    └──> progression_benchmark (wall clock, run record) ────────┘
 """
 
@@ -52,11 +53,15 @@ def policy(context: dg.AssetExecutionContext, layouts: pd.DataFrame, dfa_pool: p
     for i, out in longest_first(runs.train_job, jobs, workers, [runs.train_cost(j) for j in jobs]):
         job = jobs[i]
         name = f"{job['layout']}_{job['variant']}_s{job['seed']}"
-        ref = save_checkpoint(artifacts.checkpoint_path(paper.slug, name), out["state"],
-                              provenance=compute.provenance(paper.slug), config=job["cfg"].as_dict(),
-                              seed=job["train_seed"], device=job["device"], layout=job["layout"],
-                              variant=job["variant"])
-        rows[i] = runs.policy_row(job, out, ref)
+        meta = dict(provenance=compute.provenance(paper.slug), config=job["cfg"].as_dict(), seed=job["train_seed"],
+                    device=job["device"], layout=job["layout"], variant=job["variant"])
+        ref = save_checkpoint(artifacts.checkpoint_path(paper.slug, name), out["state"], **meta)
+        per_iteration = job["cfg"].n_envs * job["cfg"].n_steps
+        snapshots = [{"iteration": it, "steps": it * per_iteration,
+                      **save_checkpoint(artifacts.checkpoint_path(paper.slug, f"{name}_it{it}"), state,
+                                        iteration=it, **meta)}
+                     for it, state in sorted(out["snapshots"].items())]
+        rows[i] = runs.policy_row(job, out, ref, snapshots)
         timings[i] = {"asset": "policy", "partition": "", "seed": job["seed"], "dataset": job["layout"],
                       "method": job["variant"], "metric": "train_seconds", "value": float(out["seconds"])}
         progress.step(f"{name}: final success {rows[i]['final_success']:.2f} ({out['seconds']:.0f} s)")
@@ -96,6 +101,14 @@ def coordination_traces(context: dg.AssetExecutionContext, layouts: pd.DataFrame
     return _rollouts(runs.trace_jobs, runs.trace_job, layouts, dfa_pool, policy, compute)
 
 
+@paper.asset(kinds={"pandas"}, description="Budget curve (report-only): ACC-MARL's snapshots (params budget.fractions "
+             "of its PPO iterations) on the premise's cell, RAD in-distribution with random assignment, on the eval's "
+             "task tuples: per-episode success by iteration and env steps.")
+def budget_curve(context: dg.AssetExecutionContext, layouts: pd.DataFrame, dfa_pool: pd.DataFrame,
+                 policy: pd.DataFrame, compute: ComputeResource) -> pd.DataFrame:
+    return _rollouts(runs.budget_jobs, runs.budget_job, layouts, dfa_pool, policy, compute)
+
+
 @paper.asset(volatile=True, kinds={"pandas"}, description="Wall clock (run record): env steps/s with table "
              "progression vs a per-env loop minimising on the fly (same trajectories), value-assignment ms/episode.")
 def progression_benchmark(context: dg.AssetExecutionContext, layouts: pd.DataFrame, dfa_pool: pd.DataFrame,
@@ -107,10 +120,11 @@ def progression_benchmark(context: dg.AssetExecutionContext, layouts: pd.DataFra
              "assignment, the assignment study, scenario events; claims → warehouse rows, REPORT.md, metrics.json.")
 def benchmark_report(context: dg.AssetExecutionContext, layouts: pd.DataFrame, dfa_pool: pd.DataFrame,
                      policy: pd.DataFrame, eval: pd.DataFrame, assignment_study: pd.DataFrame,
-                     coordination_traces: pd.DataFrame, progression_benchmark: pd.DataFrame,
-                     compute: ComputeResource, artifacts: ArtifactsResource) -> dict:
+                     coordination_traces: pd.DataFrame, budget_curve: pd.DataFrame,
+                     progression_benchmark: pd.DataFrame, compute: ComputeResource,
+                     artifacts: ArtifactsResource) -> dict:
     built = report_mod.build_report(layouts, dfa_pool, policy, eval, assignment_study, coordination_traces,
-                                    progression_benchmark, paper.params(compute))
+                                    progression_benchmark, paper.params(compute), budget_curve)
     timings = artifacts.recorded_timings(paper.slug, "training")
     if timings is not None:
         bench = progression_benchmark
@@ -122,8 +136,8 @@ def benchmark_report(context: dg.AssetExecutionContext, layouts: pd.DataFrame, d
 
 
 PAPER = paper.define(
-    assets=[layouts, dfa_pool, policy, eval, assignment_study, coordination_traces, progression_benchmark,
-            benchmark_report],
+    assets=[layouts, dfa_pool, policy, eval, assignment_study, coordination_traces, budget_curve,
+            progression_benchmark, benchmark_report],
     checks=[
         paper.gate(layouts, "playable", "Rectangular, known cells, every door has a button, agents on free cells; "
                    "every token reachable on the torus with the doors open.", checks.layouts_valid),
@@ -138,5 +152,5 @@ PAPER = paper.define(
     ],
     claims=["pbrs_beats_sparse", "progression_beats_gru", "value_assignment", "ood_graceful",
             "hold_the_door"],
-    observations=["success_by_sampler", "coordination_events", "progression_speed"],
+    observations=["success_by_sampler", "coordination_events", "budget_curve", "progression_speed"],
 )

@@ -64,6 +64,11 @@ class PerfParams:
 
 
 @dataclass(frozen=True)
+class BudgetParams:
+    fractions: tuple[float, ...]    # budget curve: ACC-MARL snapshots after these fractions of its PPO iterations
+
+
+@dataclass(frozen=True)
 class AccMarlParams:
     layouts: tuple[str, ...]        # buttons2, rooms2
     variants: tuple[str, ...]       # pbrs, no_pbrs, gru
@@ -74,4 +79,5 @@ class AccMarlParams:
     assignment: AssignmentParams
     traces: TraceParams
     perf: PerfParams
+    budget: BudgetParams
     workers: int                    # worker processes for independent runs

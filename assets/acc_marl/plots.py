@@ -52,6 +52,24 @@ def success_bars(cells: pd.DataFrame):
     return fig
 
 
+def budget_figure(table: pd.DataFrame):
+    """Budget curve: ACC-MARL − random success vs env steps per layout, paired 90 % CI over seeds
+    (benchmark.budget_table), with the premise's bound at 0."""
+    names = list(dict.fromkeys(table["layout"]))
+    fig, axes = new_grid(max(1, len(names)), 5.0 * max(1, len(names)), 3.6)
+    for ax, name in zip(axes, names):
+        g = table[table["layout"] == name]
+        ax.fill_between(g["steps"], g["ci_low"], g["ci_high"], alpha=0.25, label="paired 90 % CI")
+        ax.plot(g["steps"], g["delta"], marker="o", ms=4, label="ACC-MARL − random")
+        ax.axhline(0.0, color="grey", lw=1, ls="--")
+        ax.set_title(name)
+        ax.set_xlabel("PPO env steps")
+        ax.set_ylabel("success: trained − random")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
 def trace_figure(layout: lay_mod.Layout, trace: dict, title: str):
     """The layout with both agents' paths of one episode (agent 0 blue, agent 1 orange)."""
     fig, axes = new_grid(1, 4.2, 4.2)

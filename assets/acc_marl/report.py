@@ -5,7 +5,7 @@ import json
 
 import pandas as pd
 
-from assets.acc_marl import benchmark, plots
+from assets.acc_marl import benchmark, plots, runs
 from assets.acc_marl import layouts as lay_mod
 from assets.acc_marl.params import AccMarlParams
 from assets.common.report import Report, markdown_table
@@ -49,11 +49,28 @@ def trace_text(trace: dict, layout: lay_mod.Layout) -> str:
     return "\n".join(lines)
 
 
+def budget_section(table: pd.DataFrame, p: AccMarlParams) -> list[str]:
+    """The budget curve's heading, reading and table (generated from this run's budget_curve and eval)."""
+    shown = table.assign(steps=table["steps"].map("{:,}".format))
+    return ["## Budget curve (report-only: does the policy learn at this budget?)",
+            f"ACC-MARL snapshots after {', '.join(map(str, runs.snapshot_iterations(p)))} of its "
+            f"{runs.iterations(p)} PPO iterations (params budget.fractions), and the end of training, on the "
+            f"premise's cell (RAD in-distribution, random assignment): the eval's {p.eval.episodes} task tuples per "
+            f"layout × seed, shared with the random policy; trained − random as a paired 90 % CI over seeds "
+            f"{list(p.seeds)}. The premise of claims 1–4 asks for a lower bound > {benchmark.TRAINED_OVER_RANDOM:g} "
+            "at the end of training.",
+            markdown_table(shown, digits=3)]
+
+
 def build_report(layouts: pd.DataFrame, pool: pd.DataFrame, policies: pd.DataFrame, evals: pd.DataFrame,
-                 study: pd.DataFrame, traces: pd.DataFrame, perf: pd.DataFrame | None, p: AccMarlParams) -> Report:
+                 study: pd.DataFrame, traces: pd.DataFrame, perf: pd.DataFrame | None, p: AccMarlParams,
+                 budget: pd.DataFrame | None = None) -> Report:
     claims = benchmark.claims(evals, study, traces, perf, p.layouts, p.seeds)
     cells = benchmark.cell_table(evals)
-    iters = -(-p.train.total_steps // (p.train.n_envs * p.train.n_steps))
+    iters = runs.iterations(p)
+    curve = benchmark.budget_table(budget if budget is not None else pd.DataFrame(), cells, p.layouts, iters,
+                                   iters * p.train.n_envs * p.train.n_steps)
+    claims.append(benchmark.budget_observation(curve, p.seeds))
     policy_tab = policies[["layout", "variant", "seed", "steps", "final_success", "final_entropy"]]
     ev = traces.groupby(["layout", "scenario"]).agg(
         success=("success", "mean"), mover_crossed=("mover_crossed", "mean"), helper_held=("helper_held", "mean"),
@@ -64,13 +81,15 @@ def build_report(layouts: pd.DataFrame, pool: pd.DataFrame, policies: pd.DataFra
                                            iters=iters, envs=p.train.n_envs, nsteps=p.train.n_steps),
              "## Test success (mean over seeds)", markdown_table(summary_table(cells)),
              "## Policies (end of training)", markdown_table(policy_tab),
+             *budget_section(curve, p),
              "## Assignment study (value-argmax vs Monte-Carlo oracle)",
              f"{p.assignment.instances} instances × {p.assignment.rollouts} rollouts per permutation (RAD test DFAs).",
              markdown_table(study_table(study)),
              "## Curated scenarios (events detected from traces)", markdown_table(ev),
              "## DFA pool", f"{pool['id'].nunique()} canonical minimal DFAs closed under progression.",
              markdown_table(roots)]
-    figures = {"training_success": plots.training_curves(policies), "test_success": plots.success_bars(cells)}
+    figures = {"training_success": plots.training_curves(policies), "budget_curve": plots.budget_figure(curve),
+               "test_success": plots.success_bars(cells)}
     example = traces[(traces["scenario"] == "hold_the_door") & (traces["trace"] != "")]
     if len(example):
         r = example.iloc[0]

@@ -149,13 +149,27 @@ def ppo_config(p: AccMarlParams) -> ppo.PPOConfig:
                          precision=t.precision)
 
 
+def iterations(p: AccMarlParams) -> int:
+    """PPO iterations of one run (ppo.train: ⌈total_steps / (n_envs · n_steps)⌉, at least 1)."""
+    return max(1, -(-p.train.total_steps // (p.train.n_envs * p.train.n_steps)))
+
+
+def snapshot_iterations(p: AccMarlParams) -> tuple[int, ...]:
+    """The 1-based PPO iterations after which an ACC-MARL (pbrs) run keeps a budget-curve snapshot:
+    round(fraction · iterations), clipped to [1, iterations], each once (cpu: 6, 12, 24, 36 of 48)."""
+    n = iterations(p)
+    return tuple(sorted({min(n, max(1, round(f * n))) for f in p.budget.fractions}))
+
+
 def training_jobs(p: AccMarlParams, layouts: pd.DataFrame, pool: pd.DataFrame, seed_for,
                   device: str = "cpu") -> list[dict]:
-    """One job per layout × variant × seed; `device` is where PPO trains (compute.resolved_device())."""
+    """One job per layout × variant × seed; `device` is where PPO trains (compute.resolved_device());
+    ACC-MARL (pbrs) jobs keep the budget curve's snapshots."""
     cfg = ppo_config(p)
     text = dict(zip(layouts["layout"], layouts["text"]))
     return [{"layout": name, "variant": v, "seed": int(s), "text": text[name], "device": device,
-             "pool": pool, "cfg": cfg, "train_seed": seed_for("train", name, v, s)}
+             "pool": pool, "cfg": cfg, "train_seed": seed_for("train", name, v, s),
+             "snapshots": snapshot_iterations(p) if v == "pbrs" else ()}
             for name in p.layouts for v in p.variants for s in p.seeds]
 
 
@@ -170,23 +184,36 @@ def eval_cost(job: dict) -> float:
 
 
 def train_job(job: dict) -> dict:
-    """One PPO run (module level: spawn workers call it)."""
+    """One PPO run (module level: spawn workers call it). out["snapshots"]: {iteration: CPU
+    state_dict} after each 1-based iteration in job["snapshots"]; copying the weights draws nothing,
+    so the run is the same with or without them."""
     start = time.perf_counter()
     arrays, pool = pool_from_table(job["pool"])
     graphs = model_mod.dfa_graphs(pool)
+    keep, snapshots = set(job.get("snapshots", ())), {}
+
+    def snapshot(it: int, net) -> None:
+        if it + 1 in keep:
+            snapshots[it + 1] = {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
+
     out = ppo.train(lay_mod.parse(job["text"], job["layout"]), arrays, graphs, roots(job["pool"], "train", "RAD"),
-                    job["cfg"], job["variant"], job["train_seed"], device=job["device"])
+                    job["cfg"], job["variant"], job["train_seed"], device=job["device"],
+                    callback=snapshot if keep else None)
+    out["snapshots"] = snapshots
     out["seconds"] = time.perf_counter() - start
     return out
 
 
-def policy_row(job: dict, out: dict, ref: dict) -> dict:
+def policy_row(job: dict, out: dict, ref: dict, snapshots: list[dict] = ()) -> dict:
+    """One policy table row; `snapshots`: [{iteration, steps, checkpoint, md5}] of its budget-curve
+    checkpoints (JSON in the "snapshots" column)."""
     log = pd.DataFrame(out["log"])
     finite = all(bool(np.isfinite(v.double().numpy()).all()) for v in out["state"].values())
     return {"layout": job["layout"], "variant": job["variant"], "seed": job["seed"], "checkpoint": ref["checkpoint"],
             "md5": ref["md5"], "finite_weights": finite, "final_entropy": float(log["entropy"].iloc[-1]),
             "final_success": float(log["success"].iloc[-1]), "steps": int(log["steps"].iloc[-1]),
-            "channels": int(out["state"]["conv.0.weight"].shape[1]), "log": log.to_json(orient="records")}
+            "channels": int(out["state"]["conv.0.weight"].shape[1]), "log": log.to_json(orient="records"),
+            "snapshots": json.dumps(list(snapshots))}
 
 
 def load_policy(torch, row, layout: lay_mod.Layout, cfg: ppo.PPOConfig):
@@ -282,6 +309,33 @@ def eval_job(job: dict) -> pd.DataFrame:
                                     "length": out["length"], "all_accept": out["all_accept"],
                                     "any_reject": out["any_reject"], "helpers": (tasks == arrays.trivial).sum(1)}))
     return pd.concat(frames, ignore_index=True)
+
+
+def budget_jobs(p: AccMarlParams, layouts: pd.DataFrame, pool: pd.DataFrame, policies: pd.DataFrame,
+                seed_for) -> list[dict]:
+    """One eval job per ACC-MARL snapshot, on the premise's cell only (RAD in-distribution, random
+    assignment) with the eval's task tuples and the rollout seed of that cell in the final policy's
+    eval job, so a snapshot and the final policy meet the same tasks (a snapshot at the last
+    iteration reproduces the eval's rows)."""
+    cell = ("RAD", "in", "random")
+    offset = eval_cells(p, "pbrs").index(cell)
+    jobs = []
+    for r in policies[policies["variant"] == "pbrs"].itertuples():
+        for snap in json.loads(r.snapshots):
+            row = pd.Series({"layout": r.layout, "variant": "pbrs", "seed": int(r.seed),
+                             "checkpoint": snap["checkpoint"], "md5": snap["md5"]})
+            jobs.append({"row": row, "text": layouts.loc[layouts["layout"] == r.layout, "text"].iloc[0],
+                         "pool": pool, "cfg": ppo_config(p), "cells": [cell], "episodes": p.eval.episodes,
+                         "max_len": {"in": p.eval.max_len, "ood": p.eval.ood_max_len},
+                         "task_seed": seed_for("tasks", r.layout, int(r.seed)),
+                         "roll_seed": seed_for("rollout", r.layout, "pbrs", int(r.seed)) + offset,
+                         "iteration": int(snap["iteration"]), "steps": int(snap["steps"])})
+    return jobs
+
+
+def budget_job(job: dict) -> pd.DataFrame:
+    """eval_job's per-episode rows of one snapshot, with its iteration and env steps."""
+    return eval_job(job).assign(iteration=job["iteration"], steps=job["steps"])
 
 
 def zlib_key(text: str) -> int:
