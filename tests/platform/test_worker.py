@@ -96,3 +96,23 @@ def _skill_recompose():
 def test_training_puts_its_model_on_the_requested_device(train):
     with pytest.raises((AssertionError, RuntimeError), match="CUDA"):
         train()
+
+
+# Files that still set torch threads themselves. Each is in a paper's DVC stage, so converting it
+# re-runs that paper: they go with the next full cold run (issue 50). The list may only shrink.
+# CLIs and the device-check helper are outside the stages and may set one thread directly.
+_PENDING = {"resources/compute.py", "assets/common/minilm.py", "assets/dispat/runs.py",
+            "assets/dream_mpc/training.py", "assets/fair_selective/agents.py", "assets/ts_layers/pipeline.py",
+            "assets/vcot/runs.py"}
+
+
+def test_no_new_pipeline_code_sets_torch_threads_itself():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    setters = {str(f.relative_to(root)) for d in ("assets", "resources") for f in (root / d).rglob("*.py")
+               if "torch.set_num_threads(" in f.read_text(encoding="utf-8")}
+    allowed = {"assets/common/worker.py", "assets/common/device_check.py"}
+    own = {f for f in setters if not f.endswith("/cli.py")} - allowed
+    assert own <= _PENDING, f"set torch threads through assets.common.worker.torch_worker: {sorted(own - _PENDING)}"
+    assert _PENDING <= own, f"converted, remove from _PENDING: {sorted(_PENDING - own)}"
