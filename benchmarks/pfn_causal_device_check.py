@@ -10,7 +10,8 @@ slice of its training and MSF estimation on the device and the projected gpu-pro
    profile's batch (64 tasks) after one warm-up step, and one method.subset_losses pass (every one of
    the 255 subsets over msf.estimate_scms fresh SCMs: MSF's and random-FT's per-round estimate).
    Projection: every training step the profile runs (pretraining + full-coverage control, continued,
-   PWF per target, MSF and random-FT rounds, the PWF ablation; one step cost) and every estimate.
+   PWF per target, MSF and random-FT rounds, the PWF and MSF acquisition ablations; one step cost) and
+   every NLL estimate.
 
     .venv/bin/python benchmarks/pfn_causal_device_check.py --device cuda --out /tmp/pfn_causal_device.json
     .venv/bin/python benchmarks/pfn_causal_device_check.py --device cpu --tiny    # exercises the code (tests)
@@ -39,7 +40,8 @@ def training_steps(p) -> dict[str, int]:
             "continued": p.pwf.steps * seeds,
             "pwf": p.pwf.steps * targets * seeds,
             "msf_and_random_ft": 2 * p.msf.rounds * p.msf.steps_per_round * seeds,
-            "pwf_ablation": sum(p.pwf.steps * int(m) * p.pwf.target_subsets for m in p.pwf.ablation_multipliers)}
+            "pwf_ablation": sum(p.pwf.steps * int(m) * p.pwf.target_subsets for m in p.pwf.ablation_multipliers),
+            "msf_ablation": p.msf.rounds * p.msf.steps_per_round * len(p.msf_ablation.seeds)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
         [*((f"{k} training step (batch {gpu.batch_size}, prior tasks included)", step_s, n) for k, n in units.items()),
          ("MSF / random-FT subset-loss estimate (255 subsets)", estimate_s, 2 * gpu.msf.rounds * len(gpu.seeds))],
         note="measured at --tiny sizes; " * args.tiny
-        + "leaves out validation nMSE (before/after pretraining), the finetune rule's query scores, the eval bank "
+        + "leaves out validation nMSE (before/after pretraining), the finetune rule's query scores, the MSF "
+          "acquisition ablation's nMSE estimates (Monte-Carlo truth), the eval bank "
           "(Monte-Carlo ground truth), predictions and the sklearn / g-formula baselines, checkpoint writes; "
           "training steps of every regime are costed at the pretraining step's time")
     ok = parity["ok"]

@@ -289,3 +289,83 @@ def ablation_observation(ablation: pd.DataFrame) -> Claim:
                        "(first seed, first value of every target subset)", "ablation (ours) for pwf_local",
                        ", ".join(f"K={int(k)}: PWF {r.pwf:.4f} vs zero-shot {r.zero_shot:.4f} "
                                  f"(cut {1 - r.pwf / r.zero_shot:.1%})" for k, r in g.iterrows()))
+
+
+# ------------------------------------------------------------------------------ MSF acquisition ablation
+ACQUISITION_METHODS = ("zero_shot", "msf", "msf_nmse", "random_ft")
+ACQUISITION_COLUMNS = ["seed", "method", "worst", "worst_subset", "mean", "covered", "uncovered", "picks",
+                       "pick_sizes"]
+
+
+def acquisition_summary(predictions: pd.DataFrame, bank: pd.DataFrame, traces: list[dict]) -> pd.DataFrame:
+    """msf_uniform's three parts for every seed × method of the acquisition ablation (bank grid;
+    predictions: seed, method, scm, query, mu_hat at one context size): the worst subset's
+    nMSE and its name, the mean over subsets, the mean over covered (∣S∣ ≤ 2) and uncovered
+    (∣S∣ ≥ 3) subsets, and the picked subsets in order ('' for zero-shot). Traces: acquisition
+    rows (seed, regime, round, subset, size, picked)."""
+    err = errors(predictions, bank.rename(columns={"target": "target_y"}))
+    per = err[err["kind"] == "grid"].groupby(["seed", "method", "subset", "size"])["se2"].mean().reset_index()
+    picked = pd.DataFrame(traces, columns=["seed", "regime", "round", "subset", "size", "picked"])
+    picked = picked[picked["picked"].astype(bool)].sort_values(["seed", "regime", "round"])
+    rows = []
+    for (seed, method), g in per.groupby(["seed", "method"]):
+        mine = picked[(picked["seed"] == seed) & (picked["regime"] == method)]
+        rows.append({"seed": int(seed), "method": str(method), "worst": float(g["se2"].max()),
+                     "worst_subset": str(g.loc[g["se2"].idxmax(), "subset"]), "mean": float(g["se2"].mean()),
+                     "covered": float(g[g["size"] <= 2]["se2"].mean()),
+                     "uncovered": float(g[g["size"] >= 3]["se2"].mean()),
+                     "picks": " → ".join(mine["subset"]), "pick_sizes": ",".join(str(int(k)) for k in mine["size"])})
+    order = {m: i for i, m in enumerate(ACQUISITION_METHODS)}
+    out = pd.DataFrame(rows, columns=ACQUISITION_COLUMNS)
+    return out.sort_values(["seed", "method"], key=lambda c: c.map(order) if c.name == "method" else c,
+                           ignore_index=True)
+
+
+def _acquisition_means(table: pd.DataFrame) -> pd.DataFrame:
+    return table.groupby("method")[["worst", "mean", "covered"]].mean()
+
+
+def acquisition_sentence(table: pd.DataFrame) -> str:
+    """The report's sentence on the acquisition ablation, from its numbers: whether ranking
+    subsets by nMSE (msf_nmse) lowers the worst-subset nMSE against MSF's mean-NLL ranking."""
+    if table is None or table.empty:
+        return "The MSF acquisition ablation was not run (no msf_ablation seeds at this profile)."
+    seeds = sorted(int(s) for s in table["seed"].unique())
+    m = _acquisition_means(table)
+    nmse, nll = m.loc["msf_nmse"], m.loc["msf"]
+    wide = table.pivot(index="seed", columns="method", values="worst")
+    lower = int((wide["msf_nmse"] < wide["msf"]).sum())
+    verb = ("lowers" if nmse["worst"] < nll["worst"] else "raises" if nmse["worst"] > nll["worst"]
+            else "leaves unchanged")
+    sizes = {meth: [int(k) for row in table[table["method"] == meth]["pick_sizes"] for k in row.split(",") if k]
+             for meth in ("msf", "msf_nmse")}
+
+    def share(meth: str) -> str:
+        ks = sizes[meth]
+        return f"{sum(k == 1 for k in ks)}/{len(ks)} of its picks ∣S∣ = 1" if ks else "no picks"
+
+    over, plural = ("mean over seeds ", "s") if len(seeds) > 1 else ("", "")
+    text = (f"On seed{plural} {', '.join(map(str, seeds))}, ranking subsets by the predicted mean's "
+            f"nMSE instead of mean NLL {verb} MSF's worst-subset nMSE on the bank ({over}{nmse['worst']:.4f} vs "
+            f"{nll['worst']:.4f}; lower on {lower}/{len(seeds)} seed{plural}; random-subset "
+            f"{m.loc['random_ft', 'worst']:.4f}, zero-shot {m.loc['zero_shot', 'worst']:.4f}); mean over subsets "
+            f"{nmse['mean']:.4f} vs {nll['mean']:.4f}, covered {nmse['covered']:.4f} vs {nll['covered']:.4f}. "
+            f"nMSE acquisition: {share('msf_nmse')}; NLL acquisition: {share('msf')}.")
+    if len(seeds) < 3:
+        text += (" With fewer than 3 seeds there is no interval: this is a report-only observation, not a test "
+                 "that the NLL signal causes msf_uniform's outcome.")
+    return text
+
+
+def acquisition_observation(table: pd.DataFrame) -> Claim:
+    """Report-only row of the MSF acquisition ablation (never counted)."""
+    what = ("MSF with acquisition by the predicted mean's nMSE (vs mean NLL) on fresh prior SCMs, same schedule, "
+            "streams, replay and budget: msf_uniform's worst-subset, mean and covered nMSE on the bank grid")
+    if table is None or table.empty:
+        return observation("msf_acquisition_ablation", what, "ablation (ours) for msf_uniform", "not run")
+    m = _acquisition_means(table)
+    seeds = sorted(int(s) for s in table["seed"].unique())
+    text = "; ".join(f"{meth} worst {r['worst']:.4f} / mean {r['mean']:.4f} / covered {r['covered']:.4f}"
+                     for meth, r in m.loc[[x for x in ACQUISITION_METHODS if x in m.index]].iterrows())
+    return observation("msf_acquisition_ablation", what, "ablation (ours) for msf_uniform", text,
+                       seeds=seeds_label(seeds))

@@ -11,6 +11,9 @@ baselines.py, runs.py, checks.py, benchmark.py and report.py do the work).
                                      │                    └─> pwf_ablation ───────┼────────────────┤
                                      └─> baseline_estimates ──────────────────────┴─> benchmark_report
 
+msf_ablation (report-only, the acquisition ablation for msf_uniform) reads pretrained,
+msf, random_subset_ft, predictions and eval_bank and feeds benchmark_report.
+
 Seeds are table columns and checkpoint-name parts (no partitions), so one run holds the
 whole group and every blocking check gates everything downstream.
 """
@@ -136,6 +139,20 @@ def pwf_ablation(context: dg.AssetExecutionContext, pretrained: pd.DataFrame, ev
     return frame
 
 
+@paper.asset(gpu=True, description="Ablation for msf_uniform: MSF re-run from the pretrained checkpoint of each "
+             "msf_ablation seed (MSF's schedule, streams, replay, budget) with acquisition by the predicted mean's "
+             "nMSE instead of mean NLL; worst-subset, mean and covered nMSE on the bank grid next to the run's "
+             "zero-shot, MSF and random-subset predictions.")
+def msf_ablation(context: dg.AssetExecutionContext, pretrained: pd.DataFrame, predictions: pd.DataFrame, msf: dict,
+                 random_subset_ft: dict, eval_bank: dict, compute: ComputeResource,
+                 artifacts: ArtifactsResource) -> pd.DataFrame:
+    frame, timings = runs.msf_ablation(pretrained, predictions, msf["trace"] + random_subset_ft["trace"],
+                                       _bank(eval_bank), paper.params(compute), compute, _seed_for(compute),
+                                       context.log.info)
+    _timed(artifacts, "msf_ablation", timings)
+    return frame
+
+
 @paper.asset(kinds={"sklearn"}, description="Baselines on every bank SCM × context size × query: oracle-graph "
              "g-formula (HistGradientBoosting per node), S-learner, naive E[Y | X_S = v].")
 def baseline_estimates(context: dg.AssetExecutionContext, eval_bank: dict, compute: ComputeResource,
@@ -164,14 +181,16 @@ def predictions(context: dg.AssetExecutionContext, pretrained: pd.DataFrame, con
 def benchmark_report(context: dg.AssetExecutionContext, prior_config: dict, eval_bank: dict,
                      predictions: pd.DataFrame, baseline_estimates: pd.DataFrame, pretrained: pd.DataFrame,
                      msf: dict, random_subset_ft: dict, finetune_rule: dict, pwf_ablation: pd.DataFrame,
-                     compute: ComputeResource, artifacts: ArtifactsResource) -> dict:
+                     msf_ablation: pd.DataFrame, compute: ComputeResource, artifacts: ArtifactsResource) -> dict:
     p = paper.params(compute)
     bank = runs.bank_frame(_bank(eval_bank)["arrays"], eval_bank["targets"])
     curves = {f"seed {r.seed}": load_checkpoint(r.checkpoint)[1]["loss_curve"] for r in pretrained.itertuples()}
     timings = {name: artifacts.recorded_timings(paper.slug, name) for name in
-               ("pretrained", "continued", "pwf", "msf", "random_ft", "pwf_ablation", "baseline_estimates")}
+               ("pretrained", "continued", "pwf", "msf", "random_ft", "pwf_ablation", "msf_ablation",
+                "baseline_estimates")}
     built = report.build_report(prior_config, bank, predictions, baseline_estimates, pretrained, msf,
-                                random_subset_ft, finetune_rule, pwf_ablation, p, curves, timings)
+                                random_subset_ft, finetune_rule, pwf_ablation, p, curves, timings,
+                                msf_ablation=msf_ablation)
     return paper.publish(context, compute, artifacts, built)
 
 
@@ -179,7 +198,7 @@ _BANK = {"eval_bank": eval_bank}
 
 PAPER = paper.define(
     assets=[prior_config, eval_bank, pretrained, continued_pretrain, pwf, msf, random_subset_ft, finetune_rule,
-            pwf_ablation, baseline_estimates, predictions, benchmark_report],
+            pwf_ablation, baseline_estimates, predictions, msf_ablation, benchmark_report],
     checks=[
         paper.gate(prior_config, "coverage_premise", "In a pretraining-stream sample every subset and size frequency "
                    "is within ±0.02 of π_pre and |S| ≥ 3 is drawn exactly 0 times.", checks.coverage_premise),
@@ -218,5 +237,5 @@ PAPER = paper.define(
     ],
     claims=["uncoverage_bias", "inconsistency", "pwf_local", "msf_uniform"],
     observations=["exponential_space", "nmse_by_size", "effect_normalised_ratio", "finetune_rule",
-                  "pwf_steps_ablation"],
+                  "pwf_steps_ablation", "msf_acquisition_ablation"],
 )

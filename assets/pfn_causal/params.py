@@ -75,6 +75,20 @@ class MSFParams:
 
 
 @dataclass(frozen=True)
+class MSFAblationParams:
+    """The report-only ablation of MSF's acquisition signal (asset msf_ablation): MSF re-run
+    from each listed seed's pretrained checkpoint with MSF's schedule, streams, replay and
+    budget, ranking subsets by the nMSE of the predicted mean against `truth_draws`-draw
+    Monte-Carlo truth on the same fresh prior SCMs instead of by mean NLL. diversity: the
+    Hamming bonus on the nMSE scale (MSF's is on the NLL scale, ≈ 10 × larger). No seeds:
+    not run."""
+
+    seeds: tuple[int, ...] = ()
+    diversity: float = 0.03
+    truth_draws: int = 400
+
+
+@dataclass(frozen=True)
 class EvalParams:
     scms: int
     values: int                         # values per subset per SCM, v_i ~ U(−value_range, value_range)
@@ -126,6 +140,7 @@ class PFNCausalParams:
     finetune: Schedule                  # continued pretraining, PWF, MSF, random-subset FT
     pwf: PWFParams
     msf: MSFParams
+    msf_ablation: MSFAblationParams
     eval: EvalParams
     validation: ValidationParams
     rule: RuleParams
@@ -146,3 +161,6 @@ class PFNCausalParams:
             raise ParamsError("pfn_causal.model.bins must be ≥ 2 for the bar head")
         if self.pwf.far_distance > self.value_range + self.pwf.target_range:
             raise ParamsError("pfn_causal.pwf.far_distance leaves the value range")
+        if not set(self.msf_ablation.seeds) <= set(self.seeds):
+            raise ParamsError(f"pfn_causal.msf_ablation.seeds {self.msf_ablation.seeds} must be among the run's "
+                              f"seeds {self.seeds} (it starts from their pretrained checkpoints)")

@@ -26,6 +26,7 @@ Log = Callable[[str], None]
 SeedFor = Callable[..., int]
 LOSS_WINDOW_FRACTION = 0.1           # the loss-drop gate compares the first and last 10 % of steps
 GRID, TARGET, FAR = 0, 1, 2          # eval-bank query kinds
+MSF_NMSE = "msf_nmse"                # the acquisition ablation's regime / method name
 
 
 def _quiet(_: str) -> None:
@@ -290,6 +291,19 @@ def pretrain_job(job: dict) -> dict:
             "validation_nmse": nmse, "initial_nmse": initial}
 
 
+def msf_config(p: PFNCausalParams, regime: str):
+    """MSF's schedule for `regime`: "msf" (acquisition by mean NLL), "random_ft" (uniformly
+    random picks) or MSF_NMSE (the ablation: acquisition by the nMSE of the predicted mean
+    against Monte-Carlo truth, with its own Hamming weight on the nMSE scale)."""
+    from assets.pfn_causal import method as ME
+
+    acquisition = {"msf": "loss", "random_ft": "random", MSF_NMSE: "nmse"}[regime]
+    diversity = p.msf_ablation.diversity if regime == MSF_NMSE else p.msf.diversity
+    return ME.MSFConfig(rounds=p.msf.rounds, steps_per_round=p.msf.steps_per_round, replay=p.msf.replay,
+                        diversity=diversity, estimate_scms=p.msf.estimate_scms, acquisition=acquisition,
+                        truth_draws=p.msf_ablation.truth_draws)
+
+
 def finetune_job(job: dict) -> dict:
     """One fine-tuning run from the pretrained weights: continued pretraining, PWF for one
     target, MSF or random-subset fine-tuning. Returns state_dict, losses, record, trace."""
@@ -313,12 +327,11 @@ def finetune_job(job: dict) -> dict:
         target = job["target"]
         losses = ME.run_training(model, prior, pwf_spec(p, target), finetune_config(p, p.pwf.steps), s,
                                  f"pwf/{target['target']}", p.batch_size, device, record=record).losses
-    elif regime in ("msf", "random_ft"):
-        config = ME.MSFConfig(rounds=p.msf.rounds, steps_per_round=p.msf.steps_per_round, replay=p.msf.replay,
-                              diversity=p.msf.diversity, estimate_scms=p.msf.estimate_scms,
-                              acquisition="loss" if regime == "msf" else "random")
+    elif regime in ("msf", "random_ft", MSF_NMSE):
+        config = msf_config(p, regime)
+        stream = "msf" if regime == MSF_NMSE else regime        # the variant: MSF's own streams
         trace, record, losses = ME.meta_sampling_finetune(model, prior, pre_spec(p), config,
-                                                          finetune_config(p, p.msf.steps_per_round), s, regime,
+                                                          finetune_config(p, p.msf.steps_per_round), s, stream,
                                                           p.batch_size, device)
     else:
         raise ValueError(f"unknown fine-tuning regime {regime!r}")
@@ -645,3 +658,55 @@ def pwf_ablation(pretrained: pd.DataFrame, bank: dict, p: PFNCausalParams, compu
                         "train_seconds": out["seconds"],
                         "seconds_per_step": out["seconds"] / max(1, len(out["losses"]))})
     return pd.DataFrame(rows), timings
+
+
+def msf_ablation(pretrained: pd.DataFrame, predictions: pd.DataFrame, run_traces: list[dict], bank: dict,
+                 p: PFNCausalParams, compute: Any, seed_for: SeedFor,
+                 log: Log = _quiet) -> tuple[pd.DataFrame, list[dict]]:
+    """The ablation of MSF's acquisition signal, for each seed of msf_ablation.seeds: MSF
+    re-run from that seed's pretrained checkpoint with MSF's schedule, streams ("msf/round r",
+    "msf/estimate"), replay and budget but acquisition "nmse" (the predicted mean's error
+    against Monte-Carlo truth on the same fresh prior SCMs, never the bank), scored on the
+    bank grid at the largest n next to the run's zero-shot, MSF and random-subset predictions
+    (read from `predictions`, not recomputed; their picks from `run_traces`, the MSF and
+    random-subset acquisition traces). Returns (one row per seed × method: worst,
+    worst_subset, mean, covered, uncovered nMSE and the picks — benchmark.acquisition_summary),
+    timing rows); no checkpoint is kept."""
+    import torch
+
+    from assets.pfn_causal import benchmark as B
+    from assets.pfn_causal import model as M
+
+    seeds = [int(s) for s in p.msf_ablation.seeds]
+    if not seeds:
+        return pd.DataFrame(columns=B.ACQUISITION_COLUMNS), []
+    jobs = []
+    for seed in seeds:
+        state, borders = _pretrained_state(pretrained, seed)
+        jobs.append({**_jobs_common(p, compute), "stream_seed": stream_seed(seed_for, seed), "seed": seed,
+                     "regime": MSF_NMSE, "state": state, "borders": borders, "target": None,
+                     "name": f"{MSF_NMSE}/seed {seed}", "cost": float(p.msf.rounds * p.msf.steps_per_round)})
+    outs = _run(jobs, finetune_job, p, compute, "msf acquisition ablation", log)
+    arrays, n = bank["arrays"], max(p.eval.context_sizes)
+    grid = np.flatnonzero(np.asarray(arrays["q_kind"]) == GRID)
+    run = predictions[predictions["seed"].isin(seeds) & predictions["method"].isin(["zero_shot", "msf", "random_ft"])
+                      & (predictions["target"] == "") & (predictions["n"] == n) & predictions["query"].isin(grid)]
+    frames = [run[["seed", "method", "n", "scm", "query", "mu_hat"]]]
+    traces = [{"seed": int(t["seed"]), "regime": t["regime"], "round": t["round"], "subset": t["subset"],
+               "size": t["size"], "picked": t["picked"]} for t in run_traces if int(t["seed"]) in seeds]
+    timings = []
+    for job, out in zip(jobs, outs):
+        model = M.CausalPFN(model_config(p), job["borders"])
+        model.load_state_dict({k: torch.as_tensor(v) for k, v in out["state"].items()})
+        pred = predict_bank(model.eval(), arrays, n, grid)["mean"]
+        frames.append(pd.DataFrame({"seed": job["seed"], "method": MSF_NMSE, "n": n,
+                                    "scm": np.repeat(np.arange(pred.shape[0]), len(grid)),
+                                    "query": np.tile(grid, pred.shape[0]), "mu_hat": pred.ravel()}))
+        traces += [{"seed": job["seed"], "regime": MSF_NMSE, "round": t["round"], "subset": t["subset"],
+                    "size": t["size"], "picked": t["picked"]} for t in out["trace"]]
+        timings.append({"seed": job["seed"], "regime": MSF_NMSE, "train_seconds": out["seconds"],
+                        "seconds_per_step": out["seconds"] / max(1, len(out["losses"]))})
+        log(f"{MSF_NMSE} seed {job['seed']}: picked "
+            + " → ".join(t["subset"] for t in out["trace"] if t["picked"]) + f", {out['seconds']:.0f} s")
+    table = B.acquisition_summary(pd.concat(frames, ignore_index=True), bank_frame(arrays, bank["targets"]), traces)
+    return table, timings

@@ -43,6 +43,28 @@ def test_smoke_outputs_checkpoints_sidecars_and_report(run):
     assert (root / "reports" / SLUG / "plots" / "nmse_by_size.png").stat().st_size > 1000
     assert "ms per step" in (root / "runs" / SLUG / "TIMINGS.md").read_text()
     assert not {"train_seconds", "seconds"} & set(pretrained.columns)          # wall clock: run records only
+    assert "### Ablation: MSF acquisition signal" in text and "ranking subsets by the predicted mean's nMSE" in text
+
+
+def test_msf_ablation_reuses_the_run_s_scores_and_adds_the_nmse_variant(in_smoke_data):
+    """The report-only acquisition ablation: one row per seed × (zero-shot, MSF, variant, random);
+    the run's methods are scored from its `predictions` (the same worst-subset nMSE as
+    msf_uniform's table), the variant made its own picks."""
+    from assets.pfn_causal import benchmark as B
+
+    p, table = typed(), in_smoke_data.value("msf_ablation")
+    assert sorted(set(table["seed"])) == list(p.msf_ablation.seeds) == [0]
+    assert list(table["method"]) == ["zero_shot", "msf", "msf_nmse", "random_ft"]
+    assert np.isfinite(table[["worst", "mean", "covered", "uncovered"]].to_numpy()).all()
+    assert len(table.set_index("method").loc["msf_nmse", "picks"].split(" → ")) == p.msf.rounds
+    value = in_smoke_data.value("eval_bank")
+    state, _ = load_checkpoint(value["bank"])
+    bank = runs.bank_frame({k: v.numpy() for k, v in state.items()}, value["targets"])
+    _, per = B.msf_uniform(B.errors(in_smoke_data.value("predictions"), bank.rename(columns={"target": "target_y"})),
+                           [0], max(p.eval.context_sizes))
+    worst = per.groupby("method")["se2"].max()
+    for name in ("zero_shot", "msf", "random_ft"):
+        assert np.isclose(table.set_index("method").loc[name, "worst"], worst[name])
 
 
 def load_checkpoint_at(root, ref):

@@ -99,3 +99,33 @@ def test_msf_uniform_compares_worst_subset_mean_and_covered_subsets():
     assert claim({0: 0.052, 1: 0.20}).holds                               # worst 0.20 < 0.30; covered +4 %
     assert claim({0: 0.06, 1: 0.20}).verdict == "refuted"                            # covered +20 % > +10 %
     assert claim({0: 0.05, 1: 0.35}).verdict == "refuted"                            # worst 0.35 > random's 0.30
+
+
+def test_acquisition_ablation_summarises_msf_uniform_s_parts_and_says_which_acquisition_is_worse():
+    b = bank()
+    frames = [preds("zero_shot", {0: 0.05, 1: 0.40}, seeds=(0,), n=(96,)),
+              preds("msf", {0: 0.05, 1: 0.30}, seeds=(0,), n=(96,)),
+              preds("random_ft", {0: 0.05, 1: 0.35}, seeds=(0,), n=(96,))]
+    traces = [{"seed": 0, "regime": "msf", "round": 0, "subset": "s1", "size": 1, "picked": True},
+              {"seed": 0, "regime": "msf", "round": 0, "subset": "s3", "size": 3, "picked": False},
+              {"seed": 0, "regime": "msf_nmse", "round": 0, "subset": "s3", "size": 3, "picked": True}]
+
+    def table(nmse_errors):
+        return B.acquisition_summary(pd.concat([*frames, preds("msf_nmse", nmse_errors, seeds=(0,), n=(96,))]),
+                                     b, traces)
+
+    t = table({0: 0.06, 1: 0.20}).set_index("method")
+    assert list(t.index) == ["zero_shot", "msf", "msf_nmse", "random_ft"]
+    assert np.isclose(t.loc["msf_nmse", "worst"], 0.20) and t.loc["msf_nmse", "worst_subset"] == "s3"
+    assert np.isclose(t.loc["msf_nmse", "mean"], 0.13) and np.isclose(t.loc["msf_nmse", "covered"], 0.06)
+    assert np.isclose(t.loc["msf", "worst"], 0.30) and np.isclose(t.loc["zero_shot", "uncovered"], 0.40)
+    assert t.loc["msf_nmse", "picks"] == "s3" and t.loc["msf", "picks"] == "s1" and t.loc["zero_shot", "picks"] == ""
+    text = B.acquisition_sentence(t.reset_index())
+    assert "lowers MSF's worst-subset nMSE" in text and "0.2000 vs 0.3000" in text and "lower on 1/1 seed" in text
+    assert "1/1 of its picks ∣S∣ = 1" in text and "no interval" in text             # NLL: x1; one seed
+    worse = table({0: 0.06, 1: 0.36})
+    assert "raises MSF's worst-subset nMSE" in B.acquisition_sentence(worse)
+    row = B.acquisition_observation(t.reset_index())
+    assert row.kind == "observation" and row.seeds == "0 (1)" and "msf_nmse worst 0.2000" in row.measured_value
+    assert B.acquisition_observation(pd.DataFrame()).measured_value == "not run"
+    assert "not run" in B.acquisition_sentence(pd.DataFrame())

@@ -21,14 +21,16 @@ def test_device_check_parity_and_projection(tmp_path, device):
     if device == "cpu":
         assert all(parity[k] == 0.0 for k in PARITY_DIFFS), parity
     projection = report["projection"]
-    assert projection["gpu_profile_s"] > 0 and len(projection["parts"]) == 6
+    assert projection["gpu_profile_s"] > 0 and len(projection["parts"]) == 7
     assert_projection_adds_up(projection)
 
 
 def test_training_steps_count_the_gpu_profile():
     """3 seeds: 2 × 4000 pretraining (full coverage on), 200 continued, 10 targets × 200 PWF, 2 × 10 × 100
-    MSF + random-FT, and the ablation's 5 targets × 600 steps once."""
+    MSF + random-FT, the PWF ablation's 5 targets × 600 steps once and the MSF acquisition ablation's
+    10 × 100 steps on one seed."""
     module = load_device_check("pfn_causal")
     gpu = parse(PFNCausalParams, load_params("pfn_causal", "gpu"), "pfn_causal.gpu")
     assert module.training_steps(gpu) == {"pretrain": 24_000, "continued": 600, "pwf": 6_000,
-                                          "msf_and_random_ft": 6_000, "pwf_ablation": 3_000}
+                                          "msf_and_random_ft": 6_000, "pwf_ablation": 3_000,
+                                          "msf_ablation": 1_000}

@@ -1,6 +1,7 @@
 """pfn_causal mathematics: the exponential space (closed form), the query encoding (v = 0 ≠ not
 intervened), queries that cannot see each other, the interventional truth against a linear
-closed form, the samplers' support, the baselines on a confounded SCM, MSF's acquisition."""
+closed form, the samplers' support, the baselines on a confounded SCM, MSF's acquisition (and its
+nMSE ablation)."""
 from __future__ import annotations
 
 import math
@@ -162,6 +163,56 @@ def test_msf_records_its_picks_and_trains_on_declared_subsets(acquisition):
     assert len(picks) == 2 and len(set(picks)) == 2 and len(losses) == 4
     assert set(record.masks) <= PRE.support(4) | set(picks)
     assert len(record.fingerprints) == 4 * 4
+
+
+UNCOVERED_A = np.array([True, True, True, False])                         # x1+x2+x3
+
+
+class ErrsWhereNLLIsLow(torch.nn.Module):
+    """A stub 'model': the context mean of y on every subset but x1+x2+x3, where its mean is 5
+    context sd off; its NLL is 0.5 there and 2.0 elsewhere. So x1+x2+x3 has the largest error of
+    the mean and the smallest NLL."""
+
+    def forward(self, ctx_x, ctx_y, ctx_valid, q_mask, q_val):
+        on_a = (q_mask == torch.as_tensor(UNCOVERED_A)).all(-1).float()
+        return torch.stack([5.0 * on_a, on_a], dim=-1)
+
+    def moments(self, out):
+        return out[..., 0], torch.ones_like(out[..., 0])
+
+    def nll(self, out, y):
+        return 2.0 - 1.5 * out[..., 1]
+
+
+def test_nmse_acquisition_picks_the_subset_with_the_largest_mean_error_though_its_nll_is_lowest(monkeypatch):
+    """The acquisition ablation (asset msf_ablation, regime msf_nmse): ranked by nMSE against
+    Monte-Carlo truth, the subset whose mean is worst comes first; ranked by mean NLL (MSF as
+    built), it comes last."""
+    from assets.common.pfn.train import TrainConfig, TrainResult
+    from assets.pfn_causal.params import PFNCausalParams
+    from tests.conftest import typed_params
+
+    subsets = P.all_subsets(4)
+    a = int(np.flatnonzero((subsets == UNCOVERED_A).all(-1))[0])
+    model = ErrsWhereNLLIsLow()
+    nll = ME.subset_losses(model, PRIOR, subsets, np.random.default_rng(0), 4, 1.5)
+    nmse = ME.subset_nmse(model, PRIOR, subsets, np.random.default_rng(0), 4, 1.5, 40)
+    assert np.argmin(nll) == a and np.argmax(nmse) == a
+    monkeypatch.setattr(ME, "run_training", lambda *args, **kwargs: TrainResult())   # the stub has no weights
+    first = {}
+    for acquisition in ("loss", "nmse"):
+        config = ME.MSFConfig(rounds=1, steps_per_round=1, replay=0.5, diversity=0.0, estimate_scms=4,
+                              acquisition=acquisition, truth_draws=40)
+        trace, _, _ = ME.meta_sampling_finetune(model, PRIOR, PRE, config, TrainConfig(steps=1), 0, "msf", 4)
+        first[acquisition] = next(r["subset"] for r in trace if r["picked"])
+    assert first["nmse"] == "x1+x2+x3" and first["loss"] != "x1+x2+x3"
+    # the asset's regime: MSF's schedule with the nMSE acquisition and the ablation's Hamming weight
+    p = typed_params(PFNCausalParams, "pfn_causal", "cpu")
+    variant, msf = runs.msf_config(p, runs.MSF_NMSE), runs.msf_config(p, "msf")
+    assert variant.acquisition == "nmse" and msf.acquisition == "loss"
+    assert variant.diversity == p.msf_ablation.diversity != msf.diversity
+    assert (variant.rounds, variant.steps_per_round, variant.replay, variant.estimate_scms) == \
+        (msf.rounds, msf.steps_per_round, msf.replay, msf.estimate_scms)
 
 
 def confounded(n: int, seed: int):

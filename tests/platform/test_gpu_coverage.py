@@ -104,7 +104,7 @@ TABLE: dict[str, dict[str, object]] = {
     "pfn_causal": {
         "n_covariates": SIZE, "pi_pre": SIZE, "model.d_model": SIZE, "model.n_heads": SIZE, "model.n_layers": SIZE,
         "model.bins": SIZE, "batch_size": SIZE, "pretrain.*": SIZE, "finetune.*": SIZE, "pwf.*": SIZE, "msf.*": SIZE,
-        "eval.*": SIZE, "baselines.*": SIZE, "coverage_steps": SIZE, "workers": SIZE,
+        "msf_ablation.*": SIZE, "eval.*": SIZE, "baselines.*": SIZE, "coverage_steps": SIZE, "workers": SIZE,
         "model.head": Option(_t("pfn_causal", "test_assets", "test_gpu_profile_code_path_at_toy_size")),
         "full_coverage": Option(_t("pfn_causal", "test_assets", "test_gpu_profile_code_path_at_toy_size")),
     },
