@@ -56,7 +56,6 @@ STUDIES = (
     "flowtracer_steps_vs_seeds",       # rl_gain: more GRPO steps or more seeds (issue 48)
     "lari_stop_steps",                 # why the room stop index collapses to S = 1: more training steps
     "limix_learning_curve",            # held-out AUC vs steps per variant and schedule (issue 22)
-    "pfn_causal_msf_ablation",         # MSF's acquisition signal: NLL vs nMSE ranking (msf_uniform claim)
     "skill_recompose_static_ablation",  # why static coverage barely moves Level-2 success (claim 3)
     "spgcl_scaling",                   # SPGCL cost vs graph size (scaling exponent) alone; no baseline is timed
 )
