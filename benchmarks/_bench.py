@@ -46,7 +46,6 @@ STUDIES = (
     "brew_detection",                  # cost profile of the BREW detector by stage; no baseline is timed
     "brew_length_sync",                # detector acceptance vs text length (issue 46); no timing
     "dispat_ablation",                 # self-play ablations on a finished run: why the rounds are rejected
-    "dispat_renorm_ablation",          # renormalised vs unconstrained log-ratio (issue 48) on a finished run
     "dream_mpc_determinism",           # bit-for-bit retrain of a stored run: CPU kernels decide a gate
     "fair_selective_ablation",         # exact TPR gap of a run's checkpoints: unfair policy vs window noise
     "fair_selective_lr",               # learning-rate calibration on plain PPO reward

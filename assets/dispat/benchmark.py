@@ -294,6 +294,42 @@ def critic_table(th: pd.DataFrame) -> pd.DataFrame | None:
     return table.reset_index()
 
 
+def renorm_summary(ablation: pd.DataFrame) -> pd.DataFrame:
+    """Per (dataset, objective) of renorm_ablation, objectives in the asset's order: rounds, rounds
+    kept, mean / min / max relative validation-NLL change per round, the mean change under the
+    constrained distribution (q), mean log P(allowed) per value token under θt → under the round's θ."""
+    datasets = {d: i for i, d in enumerate(dict.fromkeys(ablation["dataset"]))}
+    objectives = {o: i for i, o in enumerate(dict.fromkeys(ablation["objective"]))}
+    g = ablation.groupby(["dataset", "objective"], sort=False)
+    table = g.agg(rounds=("round", "size"), kept=("accepted", "sum"), val_nll_change=("val_nll_change", "mean"),
+                  min_change=("val_nll_change", "min"), max_change=("val_nll_change", "max"),
+                  val_nll_q_change=("val_nll_q_change", "mean"), log_p_allowed_before=("log_p_allowed_before", "mean"),
+                  log_p_allowed_after=("log_p_allowed_after", "mean")).reset_index()
+    table["kept"] = table["kept"].astype(int)
+    table["_d"], table["_o"] = table["dataset"].map(datasets), table["objective"].map(objectives)
+    return table.sort_values(["_d", "_o"]).drop(columns=["_d", "_o"]).reset_index(drop=True)
+
+
+def renorm_observation(ablation: pd.DataFrame | None) -> Claim:
+    """Report-only: issue 48's ablation (asset renorm_ablation) — mean relative validation-NLL change
+    per round and rounds kept, per dataset and objective, on the asset's cells."""
+    what = ("validation-NLL change per self-play round (round 0 from θ0 on the run's pseudo-anomalies) with the "
+            "log-ratio renormalised over the constrained decoder's allowed set (the run's objective) vs "
+            "unconstrained vs a contrast-free control (samples = train rows)")
+    paper = "ablation (ours, issue 48): is the unconstrained log-ratio's bias why self-play rounds are rejected?"
+    if ablation is None or ablation.empty:
+        return observation("renorm_ablation", what, paper, "not run (no ablation cell in this profile)")
+    table = renorm_summary(ablation)
+    parts = []
+    for d, g in table.groupby("dataset", sort=False):
+        arms = ", ".join(f"{r.objective} {r.val_nll_change:+.2%} ({r.kept} of {r.rounds} kept)"
+                         for r in g.itertuples())
+        parts.append(f"{d}: {arms}")
+    seeds = sorted({int(s) for s in ablation["seed"]})
+    return observation("renorm_ablation", what, paper, "mean change per round: " + "; ".join(parts),
+                       seeds=seeds_label(seeds))
+
+
 def vs_sft(th: pd.DataFrame, p: DispatParams) -> Claim:
     auc = _pivot(th)
     base = comparative_claim("dispat_vs_sft", "", "", auc["dispat"].to_numpy(), auc["anollm_sft"].to_numpy(),
@@ -324,13 +360,14 @@ def speed_claims(speed: pd.DataFrame | None) -> list[Claim]:
 
 
 def build_claims(th: pd.DataFrame, scores: pd.DataFrame, al: pd.DataFrame, speed: pd.DataFrame | None,
-                 p: DispatParams, rounds: pd.DataFrame | None = None) -> tuple[list[Claim], dict[str, pd.DataFrame]]:
+                 p: DispatParams, rounds: pd.DataFrame | None = None, ablation: pd.DataFrame | None = None
+                 ) -> tuple[list[Claim], dict[str, pd.DataFrame]]:
     premise = kept_premise(al)
     matched, matched_table = beats_matched(th, scores, p, premise)
     non_llm, non_llm_table = beats_non_llm(th, p, premise)
     align, align_table = alignment_claim(al, p)
     best, methods = all_methods(th, p)
     claims = [matched, non_llm, align, calibrated_fpr(th, scores, p, al), f_variants(th, p, rounds), vs_sft(th, p),
-              best, *speed_claims(speed)]
+              best, *speed_claims(speed), renorm_observation(ablation)]
     return claims, {"matched": matched_table, "non_llm": non_llm_table, "alignment": align_table,
                     "methods": methods}

@@ -7,7 +7,8 @@ runs.py, checks.py, benchmark.py, report.py do the work).
                                                                           └─> pseudo_anomalies ─> policy_dispat
                                                                                                       │
               benchmark_report <─ thresholds <─ scores <──────────────────────────────────────────────┘
-                      ^── alignment (C2ST, no-collapse), speed_benchmark (wall clock)
+                      ^── alignment (C2ST, no-collapse), speed_benchmark (wall clock),
+                          renorm_ablation (policy_sft + pseudo_anomalies + policy_dispat: issue 48's ablation)
 
 Dataset × seed are table columns (no partitions), so one run holds the whole group and every
 blocking check gates everything downstream.
@@ -23,7 +24,7 @@ from resources.artifacts import ArtifactsResource, resolve_data_ref, save_checkp
 from resources.compute import ComputeResource
 
 paper = Paper("dispat", params=DispatParams)
-TIMED = ("policy_sft", "policy_sft_matched", "pseudo_anomalies", "policy_dispat", "scores")
+TIMED = ("policy_sft", "policy_sft_matched", "pseudo_anomalies", "policy_dispat", "renorm_ablation", "scores")
 
 
 def _seed_for(compute: ComputeResource):
@@ -139,6 +140,22 @@ def policy_dispat(context: dg.AssetExecutionContext, serialized_corpus: pd.DataF
     return frame
 
 
+@paper.asset(gpu=True, description="Ablation (report-only, issue 48): the first renorm_ablation.rounds self-play "
+             "rounds from the run's θ0 on its round-0 pseudo-anomalies, renormalised log-ratio (the run's "
+             "policy_dispat rows) vs unconstrained vs a contrast-free control (samples = train rows), same seeds; "
+             "per round validation NLL before → after, kept, log P(allowed).")
+def renorm_ablation(context: dg.AssetExecutionContext, serialized_corpus: pd.DataFrame, tokenizer: dict,
+                    policy_sft: pd.DataFrame, pseudo_anomalies: pd.DataFrame, policy_dispat: pd.DataFrame,
+                    compute: ComputeResource, artifacts: ArtifactsResource) -> pd.DataFrame:
+    p = paper.params(compute)
+    jobs = len(runs.ablation_cells(p)) * (len(runs.ablation_arms(p)) - 1)
+    frame, timings = runs.renorm_ablation(serialized_corpus, tokenizer, policy_sft, pseudo_anomalies, policy_dispat,
+                                          p, _seed_for(compute), _resolve, _workers(compute, jobs), context.log.info,
+                                          compute.resolved_device())
+    artifacts.record_timings(paper.slug, "renorm_ablation", pd.DataFrame(timings))
+    return frame
+
+
 @paper.asset(gpu=True, description="Per val/test row × method: anomaly score — DiSPaT, AnoLLM-SFT, AnoLLM matched "
              "(mean over 8 column orders of value-span NLL; DiSPaT with per-column attributions), IForest, LOF, "
              "OCSVM, ECOD, COPOD, KNN, AutoEncoder, DeepSVDD.")
@@ -179,20 +196,21 @@ def speed_benchmark(context: dg.AssetExecutionContext, serialized_corpus: pd.Dat
 
 
 @paper.asset(kinds={"duckdb", "markdown"}, description="AUROC / AUPRC / F1 / FPR per method × dataset × seed, "
-             "per-round curves, C2ST → warehouse rows, REPORT.md with plots, claims.")
+             "per-round curves, C2ST, the renormalisation ablation → warehouse rows, REPORT.md with plots, claims.")
 def benchmark_report(context: dg.AssetExecutionContext, thresholds: pd.DataFrame, scores: pd.DataFrame,
                      alignment: pd.DataFrame, policy_dispat: pd.DataFrame, policy_sft: pd.DataFrame,
                      policy_sft_matched: pd.DataFrame, pseudo_anomalies: pd.DataFrame,
-                     speed_benchmark: pd.DataFrame, compute: ComputeResource, artifacts: ArtifactsResource) -> dict:
+                     speed_benchmark: pd.DataFrame, renorm_ablation: pd.DataFrame, compute: ComputeResource,
+                     artifacts: ArtifactsResource) -> dict:
     timings = {name: artifacts.recorded_timings(paper.slug, name) for name in TIMED}
     built = report.build_report(thresholds, scores, alignment, policy_dispat, policy_sft, policy_sft_matched,
-                                pseudo_anomalies, speed_benchmark, paper.params(compute), timings)
+                                pseudo_anomalies, speed_benchmark, paper.params(compute), timings, renorm_ablation)
     return paper.publish(context, compute, artifacts, built)
 
 
 PAPER = paper.define(
     assets=[raw_tables, splits, serialized_corpus, tokenizer, policy_sft, policy_sft_matched, pseudo_anomalies,
-            policy_dispat, scores, alignment, thresholds, speed_benchmark, benchmark_report],
+            policy_dispat, renorm_ablation, scores, alignment, thresholds, speed_benchmark, benchmark_report],
     checks=[
         paper.gate(splits, "normal_train_one_schema", "Train/val contamination 0; test anomaly ratio in [0.05, 0.2]; "
                    "labels non-null; one schema (columns, types, no undeclared missing values); test levels ⊆ train "
@@ -212,5 +230,5 @@ PAPER = paper.define(
                    checks.thresholds_calibrated, uses_params=True),
     ],
     claims=["beats_matched", "beats_non_llm", "alignment", "calibrated_fpr"],
-    observations=["f_variants", "dispat_vs_sft", "best_method", "speed"],
+    observations=["f_variants", "dispat_vs_sft", "best_method", "speed", "renorm_ablation"],
 )

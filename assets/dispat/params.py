@@ -82,6 +82,26 @@ class Variants:
 
 
 @dataclass(frozen=True)
+class RenormAblation:
+    """Issue 48's ablation (the report-only asset renorm_ablation): on these datasets × seeds (those
+    of the run's cells), the first `rounds` self-play rounds (1 = round 0 only, from θ0 on the run's
+    round-0 pseudo-anomalies) with each objective in `arms`, the run's f, β, γ, K, keep rule and
+    seeds. Arms: "unconstrained" (r = p_θ/p_θt while the samples come from the constrained decoder),
+    "no_contrast" (renormalised, round 0's samples replaced by train rows under fresh column orders:
+    the f-term's expected gradient at θt is 0), "renormalised". The run's own objective (renormalised
+    unless self_play.renormalise is off) is its policy_dispat rows (the same seeds give the same
+    rounds), never recomputed: an arm equal to it is not run again."""
+
+    datasets: tuple[str, ...]
+    seeds: tuple[int, ...]
+    rounds: int
+    arms: tuple[str, ...]
+
+
+ABLATION_ARMS = ("renormalised", "unconstrained", "no_contrast")
+
+
+@dataclass(frozen=True)
 class Critic:
     """Option B, the explicit critic (assets/dispat/critic.py): the extra method `dispat_critic`
     (default f, every cell), report-only. Off unless `enabled` (only the gpu profile sets it; the
@@ -135,6 +155,7 @@ class DispatParams:
     bench_rows: int                 # rows in the speed benchmark
     workers: int
     torch_threads: int
+    renorm_ablation: RenormAblation
     critic: Critic = Critic()
 
     def __post_init__(self):
@@ -150,6 +171,13 @@ class DispatParams:
             raise ParamsError("splits.anomaly_fraction must be in (0, 1)")
         if not 0 <= self.critic.real_share <= 1:
             raise ParamsError(f"critic.real_share must be in [0, 1], got {self.critic.real_share}")
+        a = self.renorm_ablation
+        unknown_arms = sorted(set(a.arms) - set(ABLATION_ARMS))
+        if unknown_arms:
+            raise ParamsError(f"unknown renorm_ablation arms {unknown_arms}; known: {list(ABLATION_ARMS)}")
+        if not 1 <= a.rounds <= self.self_play.rounds:
+            raise ParamsError(f"renorm_ablation.rounds must be in [1, self_play.rounds = {self.self_play.rounds}] "
+                              f"(its renormalised arm is the run's rounds), got {a.rounds}")
         if self.model.d_model % self.model.n_heads:
             raise ParamsError("model.d_model must be divisible by model.n_heads")
 

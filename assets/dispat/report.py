@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from assets.common.claims import seeds_label
 from assets.common.report import METRIC_COLUMNS, Report, markdown_table
 from assets.dispat import benchmark, plots
 from assets.dispat.params import DispatParams
@@ -16,7 +17,8 @@ READING = (
     "t-interval over the cells; the paired bootstrap over test rows is shown beside it.")
 
 
-def _metric_rows(th: pd.DataFrame, al: pd.DataFrame, rounds: pd.DataFrame) -> pd.DataFrame:
+def _metric_rows(th: pd.DataFrame, al: pd.DataFrame, rounds: pd.DataFrame, ablation: pd.DataFrame | None = None
+                 ) -> pd.DataFrame:
     rows = []
     for r in th.itertuples():
         for metric in ("auroc", "auprc", "f1", "fpr", "val_fpr", "threshold"):
@@ -32,6 +34,11 @@ def _metric_rows(th: pd.DataFrame, al: pd.DataFrame, rounds: pd.DataFrame) -> pd
         for metric in ("divergence", "val_nll_after"):
             rows.append({"asset": "dispat/policy_dispat", "partition": f"{r.dataset}/{r.seed}/round{r.round}",
                          "seed": int(r.seed), "dataset": r.dataset, "method": f"dispat_{r.f}", "metric": metric,
+                         "value": float(getattr(r, metric))})
+    for r in (ablation if ablation is not None else pd.DataFrame()).itertuples():
+        for metric in ("val_nll_change", "val_nll_q_change", "d_log_p_allowed"):
+            rows.append({"asset": "dispat/renorm_ablation", "partition": f"{r.dataset}/{r.seed}/round{r.round}",
+                         "seed": int(r.seed), "dataset": r.dataset, "method": r.objective, "metric": metric,
                          "value": float(getattr(r, metric))})
     return pd.DataFrame(rows, columns=METRIC_COLUMNS)
 
@@ -73,10 +80,95 @@ def _critic_section(th: pd.DataFrame, rounds: pd.DataFrame) -> list[str]:
             "", markdown_table(table, 4), "", markdown_table(per_round, 4), ""]
 
 
+def _pct(v: float) -> str:
+    return f"{v:+.2%}"
+
+
+def _renorm_reading(table: pd.DataFrame, ablation: pd.DataFrame, sft: pd.DataFrame, matched: pd.DataFrame
+                    ) -> list[str]:
+    """Sentences read off renorm_ablation's rows (numbers generated, none typed): per dataset, kept
+    rounds and validation-NLL change per objective, how much of the renormalised rise is mass leaving
+    the allowed set, the contrast-free control, and the compute-matched control on the same cells."""
+    lines = []
+    for d, g in table.groupby("dataset", sort=False):
+        arm = {r.objective: r for r in g.itertuples()}
+        text = [f"**{d}**: " + ", ".join(f"{r.objective} {_pct(r.val_nll_change)} (per round {_pct(r.min_change)} "
+                                          f"to {_pct(r.max_change)}; {r.kept} of {r.rounds} kept)"
+                                          for r in g.itertuples()) + "."]
+        if "renormalised" in arm and "unconstrained" in arm:
+            ren, unc = arm["renormalised"], arm["unconstrained"]
+            if ren.kept == 0:
+                text.append(f"With the bias removed (renormalised) every round is still rejected "
+                            f"({'as' if unc.kept == 0 else 'while'} unconstrained keeps {unc.kept} of {unc.rounds}): "
+                            "the unconstrained log-ratio's bias is not why rounds are rejected here.")
+            else:
+                text.append(f"Renormalising keeps {'more' if ren.kept > unc.kept else 'no more'} rounds "
+                            f"({ren.kept} vs {unc.kept} of {ren.rounds}).")
+            rows = ablation[(ablation["dataset"] == d) & (ablation["objective"] == "renormalised")]
+            rise = float((rows["val_nll_after"] - rows["val_nll_before"]).mean())
+            rise_q = float((rows["val_nll_q_after"] - rows["val_nll_q_before"]).mean())
+            text.append(f"log P(allowed) per value token, θt → θ: renormalised {ren.log_p_allowed_before:.4f} → "
+                        f"{ren.log_p_allowed_after:.4f}, unconstrained {unc.log_p_allowed_before:.4f} → "
+                        f"{unc.log_p_allowed_after:.4f}; the renormalised rounds change the validation NLL by "
+                        f"{rise:+.3f} nats per row, under q by {rise_q:+.3f} ({_pct(ren.val_nll_q_change)})"
+                        + (": most of the rise is mass leaving the allowed set, which the keep rule counts and the "
+                           "renormalised f-term does not resist." if rise > 0 and rise_q < 0.5 * rise else "."))
+        if "no_contrast" in arm:
+            nc = arm["no_contrast"]
+            text.append("The contrast-free control (the f-term's expected gradient at θt is 0) changes the "
+                        f"validation NLL {_pct(nc.val_nll_change)} ({nc.kept} of {nc.rounds} kept)"
+                        + (": the f-term's noise under AdamW moves θ away from θ0 even without a contrast."
+                           if nc.val_nll_change > 0 else "."))
+        change = _matched_change(ablation[ablation["dataset"] == d], sft, matched)
+        if len(change):
+            text.append(f"The compute-matched control (θ0 + T·K SFT steps) changes θ0's validation NLL "
+                        f"{_pct(change.min())} to {_pct(change.max())} on the same cells.")
+        lines += [" ".join(text), ""]
+    return lines
+
+
+def _matched_change(ablation: pd.DataFrame, sft: pd.DataFrame, matched: pd.DataFrame) -> pd.Series:
+    """Relative validation-NLL change of the compute-matched control over θ0 on the ablation's cells."""
+    keys = ablation[["dataset", "seed"]].drop_duplicates()
+    both = keys.merge(sft[["dataset", "seed", "val_nll"]], on=["dataset", "seed"]).merge(
+        matched[["dataset", "seed", "val_nll"]], on=["dataset", "seed"], suffixes=("_sft", "_matched"))
+    return both["val_nll_matched"] / both["val_nll_sft"] - 1
+
+
+def _renorm_section(ablation: pd.DataFrame | None, sft: pd.DataFrame, matched: pd.DataFrame, p: DispatParams
+                    ) -> list[str]:
+    """Issue 48's ablation (asset renorm_ablation, report-only): its table and the sentences read
+    off it; a line saying it did not run when the profile has no ablation cell."""
+    head = ["## Ablation: renormalised vs unconstrained log-ratio (issue 48, report-only)", ""]
+    if ablation is None or ablation.empty:
+        return head + ["Not run (no renorm_ablation cell in this profile).", ""]
+    a, sp = p.renorm_ablation, p.self_play
+    seeds = seeds_label(sorted({int(s) for s in ablation["seed"]}))
+    datasets = ", ".join(dict.fromkeys(ablation["dataset"]))
+    objectives = list(dict.fromkeys(ablation["objective"]))
+    rounds = "round 0" if a.rounds == 1 else f"rounds 0–{a.rounds - 1}"
+    table = benchmark.renorm_summary(ablation)
+    per_cell = ablation[["dataset", "seed", "objective", "round", "val_nll_before", "val_nll_after", "val_nll_change",
+                         "accepted", "val_nll_q_change", "log_p_allowed_before", "log_p_allowed_after",
+                         "divergence"]]
+    return head + [
+        f"Asset `renorm_ablation`, seeds {seeds}, datasets {datasets}: {rounds} of self-play from each cell's θ0 "
+        f"(this run's checkpoints) on its round-0 pseudo-anomalies, with this run's f = {sp.f}, β = {sp.beta}, "
+        f"γ = {sp.gamma}, K = {sp.steps}, keep rule (validation NLL rises ≤ {sp.max_val_rise:.0%}) and stream seeds, "
+        "so every objective sees the same data batches and sample picks. "
+        f"`{objectives[0]}` is this run's objective: its policy_dispat rows, not recomputed; "
+        "`unconstrained`: r = p_θ/p_θt with unconstrained log-probabilities on the same constrained samples; "
+        "`no_contrast`: renormalised, round 0's samples replaced by train rows under fresh column orders. "
+        "change = validation NLL after / before − 1; q = under the constrained distribution.", "",
+        markdown_table(table, 4), "", *_renorm_reading(table, ablation, sft, matched),
+        "Per cell and round:", "", markdown_table(per_cell, 4), ""]
+
+
 def build_report(th: pd.DataFrame, scores: pd.DataFrame, al: pd.DataFrame, rounds: pd.DataFrame,
                  sft: pd.DataFrame, matched: pd.DataFrame, pseudo: pd.DataFrame, speed: pd.DataFrame | None,
-                 p: DispatParams, timings: dict[str, pd.DataFrame | None]) -> Report:
-    claims, tables = benchmark.build_claims(th, scores, al, speed, p, rounds)
+                 p: DispatParams, timings: dict[str, pd.DataFrame | None], ablation: pd.DataFrame | None = None
+                 ) -> Report:
+    claims, tables = benchmark.build_claims(th, scores, al, speed, p, rounds, ablation)
     methods = tables["methods"]
     wide = methods.pivot_table(index="method", columns="dataset", values="auroc").reset_index()
     types = [c for c in th.columns if c.startswith("auroc_")]
@@ -115,6 +207,7 @@ def build_report(th: pd.DataFrame, scores: pd.DataFrame, al: pd.DataFrame, round
             f"{r.f}: {r.accepted:.2f}" for r in accepted.itertuples()), "",
         "Rounds kept and relative validation-NLL change per round (after / before − 1), per dataset:", "",
         markdown_table(per_dataset, 4), "",
+        *_renorm_section(ablation, sft, matched, p),
         *_critic_section(th, rounds),
         "## Policies (mean over seeds)", "", markdown_table(pol, 4), "",
         "## Round-0 pseudo-anomalies (θ0 samples)", "", markdown_table(gen, 4), "",
@@ -128,5 +221,5 @@ def build_report(th: pd.DataFrame, scores: pd.DataFrame, al: pd.DataFrame, round
            "c2st_theta0": float(al["c2st_theta0"].mean()), "c2st_thetaT": float(al["c2st_thetaT"].mean())}
     thresholds = th[["dataset", "seed", "method", "threshold"]].rename(columns={"threshold": "value"})
     thresholds.insert(0, "name", "alpha_quantile")
-    return Report(claims=claims, body="\n".join(body), figures=figures, metrics=_metric_rows(th, al, rounds),
+    return Report(claims=claims, body="\n".join(body), figures=figures, metrics=_metric_rows(th, al, rounds, ablation),
                   dvc_metrics=dvc, thresholds=thresholds, timings=timing_rows, timing_body=timing_body)

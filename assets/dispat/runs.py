@@ -263,6 +263,40 @@ def dispat_job(job: dict) -> dict:
     return out
 
 
+RENORMALISED = "renormalised"       # the run's objective (policy_dispat rows) in renorm_ablation
+
+
+def renorm_ablation_job(job: dict) -> dict:
+    """The first `rounds` self-play rounds of one cell from θ0 with one objective (job["arm"]):
+    "unconstrained" (r = p_θ/p_θt on the constrained samples), "no_contrast" (renormalised, round
+    0's samples replaced by train rows under fresh column orders) or "renormalised" (the run's own
+    objective: what policy_dispat computed; used by the tests to check the reuse). Same f, β, γ, K,
+    keep rule, stream and validation seeds as the run's dispat_job, so the arms see the same data
+    batches and sample picks."""
+    _setup(job)
+    from assets.dispat.lm import TokenRows, encode_sampled, self_play
+
+    p: DispatParams = job["params"]
+    sp = p.self_play
+    vocab = S.Vocab.from_json(job["vocab"])
+    rows, val = TokenRows(job["train"], vocab), TokenRows(job["val"], vocab)
+    theta0 = _model(p, vocab, _load_state(job["state"]), device=_device(job))
+    if job["arm"] == "no_contrast":
+        rng = np.random.default_rng(job["control_seed"])
+        pick = rng.integers(0, len(rows), size=len(job["round0_ids"]))
+        round0 = rows.encode(pick, S.permutations(len(pick), len(vocab.schema.names), rng))
+    else:
+        round0 = encode_sampled(job["round0_ids"], vocab)
+    started = time.perf_counter()
+    _, records, _ = self_play(
+        theta0, rows, val, vocab, round0, f=sp.f, beta=sp.beta, gamma=sp.gamma, rounds=job["rounds"],
+        steps=sp.steps, batch=p.train.batch_size, n_gen=job["n_gen"], o=_optim(p, p.train.continue_lr),
+        max_val_rise=sp.max_val_rise, negatives=negatives(job["train"], vocab.schema),
+        rng=np.random.default_rng(job["stream_seed"]), val_seed=job["val_seed"],
+        renormalise=job["arm"] != "unconstrained")
+    return {"records": records, "seconds": time.perf_counter() - started}
+
+
 def score_job(job: dict) -> dict:
     """AnoLLM scores of val + test rows under each LM (same 8 orders for all), per-column
     attributions of DiSPaT's score, and the non-LLM baselines fitted on train."""
@@ -482,6 +516,89 @@ def policy_dispat(corpus: pd.DataFrame, tok: dict, sft: pd.DataFrame, pseudo: pd
         timings.append({"asset": "policy_dispat", "dataset": job["dataset"], "seed": job["seed"], "f": label,
                         "seconds": r["seconds"], "steps": p.continuation_steps})
     return pd.DataFrame(rows), timings
+
+
+ABLATION_COLUMNS = ("round", "val_nll_before", "val_nll_after", "accepted", "divergence", "divergence_first",
+                    "u_data", "u_gen", "log_p_allowed_before", "log_p_allowed_after", "val_nll_q_before",
+                    "val_nll_q_after", "n_samples")
+
+
+def ablation_arms(p: DispatParams) -> list[str]:
+    """renorm_ablation's objectives: the run's own first (its policy_dispat rows: "renormalised", or
+    "unconstrained" when a profile turns self_play.renormalise off), then the configured arms to
+    compute (less the run's)."""
+    run = RENORMALISED if p.self_play.renormalise else "unconstrained"
+    return [run, *(o for o in dict.fromkeys(p.renorm_ablation.arms) if o != run)]
+
+
+def ablation_cells(p: DispatParams) -> list[tuple[str, int]]:
+    """The run's cells on renorm_ablation's datasets × seeds."""
+    a = p.renorm_ablation
+    return [(d, s) for d, s in cells(p) if d in a.datasets and s in a.seeds]
+
+
+def renorm_ablation_jobs(corpus: pd.DataFrame, tok: dict, sft: pd.DataFrame, pseudo: pd.DataFrame,
+                         p: DispatParams, seed_for: SeedFor, resolve: Callable[[str], str], arms, device: str = "cpu"
+                         ) -> list[dict]:
+    """One renorm_ablation_job per ablation cell × arm, seeded as the run's dispat_job of that cell."""
+    jobs = []
+    for d, s in ablation_cells(p):
+        inputs = _cell_inputs(corpus, tok, d, s)
+        ids, _ = _round0(pseudo, d, s)
+        for arm in arms:
+            jobs.append({"params": p, "dataset": d, "seed": s, "arm": arm, "threads": p.torch_threads,
+                         "device": device, **inputs, "state": resolve(_ref(sft, d, s)), "round0_ids": ids,
+                         "rounds": p.renorm_ablation.rounds, "n_gen": n_gen(p, len(inputs["train"])),
+                         "stream_seed": seed_for("self_play", d, s, p.self_play.f),
+                         "val_seed": seed_for("val_order", d, s), "control_seed": seed_for("no_contrast", d, s)})
+    return jobs
+
+
+def ablation_rows(dataset: str, seed: int, objective: str, records: list[dict]) -> list[dict]:
+    """Tidy rows of renorm_ablation: one per round, with the relative validation-NLL change (after /
+    before − 1), the same under the constrained distribution, and the change of log P(allowed)."""
+    out = []
+    for rec in records:
+        row = {"dataset": dataset, "seed": int(seed), "objective": objective,
+               **{k: rec[k] for k in ABLATION_COLUMNS if k in rec}}
+        row["val_nll_change"] = row["val_nll_after"] / row["val_nll_before"] - 1
+        row["val_nll_q_change"] = row["val_nll_q_after"] / row["val_nll_q_before"] - 1
+        row["d_log_p_allowed"] = row["log_p_allowed_after"] - row["log_p_allowed_before"]
+        out.append(row)
+    return out
+
+
+def renorm_ablation(corpus: pd.DataFrame, tok: dict, sft: pd.DataFrame, pseudo: pd.DataFrame,
+                    dispat: pd.DataFrame, p: DispatParams, seed_for: SeedFor, resolve: Callable[[str], str],
+                    workers: int, log: Log, device: str = "cpu") -> tuple[pd.DataFrame, list[dict]]:
+    """Issue 48's ablation on the run's θ0 checkpoints and round-0 pseudo-anomalies: per ablation cell,
+    the first `renorm_ablation.rounds` self-play rounds under each objective. "renormalised" rows are
+    the run's policy_dispat rows (default f; the same seeds give the same rounds); the arms in
+    `renorm_ablation.arms` are computed. One row per (cell, objective, round): validation NLL before /
+    after and its relative change, kept, D̂_f, log P(allowed) θt → θ, the constrained validation NLL."""
+    a = p.renorm_ablation
+    arms = ablation_arms(p)
+    rows = []
+    for d, s in ablation_cells(p):
+        run = dispat[(dispat["dataset"] == d) & (dispat["seed"] == s) & (dispat["f"] == p.self_play.f)
+                     & (dispat["round"] < a.rounds)].sort_values("round")
+        rows += ablation_rows(d, s, arms[0], run.to_dict("records"))
+    jobs = renorm_ablation_jobs(corpus, tok, sft, pseudo, p, seed_for, resolve, arms[1:], device)
+    results = run_jobs(renorm_ablation_job, jobs, workers, log, "renorm ablation")
+    timings = []
+    for job, r in zip(jobs, results):
+        rows += ablation_rows(job["dataset"], job["seed"], job["arm"], r["records"])
+        timings.append({"asset": "renorm_ablation", "dataset": job["dataset"], "seed": job["seed"],
+                        "method": job["arm"], "seconds": r["seconds"], "steps": a.rounds * p.self_play.steps})
+    columns = ["dataset", "seed", "objective", *ABLATION_COLUMNS, "val_nll_change", "val_nll_q_change",
+               "d_log_p_allowed"]
+    frame = pd.DataFrame(rows, columns=columns)
+    cell = {c: i for i, c in enumerate(ablation_cells(p))}
+    arm = {o: i for i, o in enumerate(arms)}
+    frame["_order"] = [cell[(d, s)] * len(arm) + arm[o] for d, s, o in zip(frame["dataset"], frame["seed"],
+                                                                          frame["objective"])]
+    frame = frame.sort_values(["_order", "round"], kind="stable").drop(columns="_order").reset_index(drop=True)
+    return frame, timings
 
 
 def method_name(f: str, p: DispatParams) -> str:
