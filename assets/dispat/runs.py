@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from assets.common.parallel import longest_first
+from assets.common.worker import torch_worker
 from assets.dispat import data as D
 from assets.dispat import serialize as S
 from assets.dispat.params import DispatParams
@@ -150,8 +151,6 @@ def negatives(rows: list[dict[str, str]], schema: D.Schema) -> dict[str, bool]:
 
 # ------------------------------------------------------------------------------ worker jobs
 def _setup(job: dict):
-    from assets.common.worker import torch_worker
-
     return torch_worker(job["threads"])
 
 
@@ -698,12 +697,10 @@ def speed_benchmark(corpus: pd.DataFrame, tok: dict, dispat: pd.DataFrame, p: Di
     """Wall clock on one thread (a run record): AnoLLM scoring rows/s (n_permutations orders, the
     LM on `device`) vs IForest fit + score rows/s on the same rows (CPU); greedy sampling rows/s
     with vs without the KV cache (same rows: asserted equal)."""
-    import torch
-
     from assets.dispat.baselines import Featurizer, fit_score
     from assets.dispat.lm import TokenRows, sample_rows, score_rows
 
-    torch.set_num_threads(1)
+    torch_worker(1)
     d, s = cells(p)[0]
     inputs = _cell_inputs(corpus, tok, d, s)
     vocab = S.Vocab.from_json(inputs["vocab"])

@@ -101,7 +101,7 @@ def test_training_puts_its_model_on_the_requested_device(train):
 # Files that still set torch threads themselves. Each is in a paper's DVC stage, so converting it
 # re-runs that paper: they go with the next full cold run (issue 50). The list may only shrink.
 # CLIs and the device-check helper are outside the stages and may set one thread directly.
-_PENDING = {"resources/compute.py", "assets/common/minilm.py", "assets/dispat/runs.py",
+_PENDING = {"resources/compute.py", "assets/common/minilm.py",
             "assets/dream_mpc/training.py", "assets/fair_selective/agents.py", "assets/ts_layers/pipeline.py",
             "assets/vcot/runs.py"}
 
