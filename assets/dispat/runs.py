@@ -224,10 +224,10 @@ def sample_job(job: dict) -> dict:
     return {"parsed": parsed, "ids": ids, "seconds": time.perf_counter() - started}
 
 
-def dispat_job(job: dict) -> dict:
-    """T self-play rounds from θ0 with f; round 0 uses θ0's samples (pseudo_anomalies). With
-    job["critic"] (params Critic) the rounds use the explicit critic (option B); the run's label
-    (job["label"], default f) names it in the records."""
+def _cell_self_play(job: dict, f: str, rounds: int, renormalise: bool, round0_for=None, **extra) -> tuple:
+    """`rounds` self-play rounds (lm.self_play) of one cell from its θ0 with f and the run's β, γ,
+    K, keep rule, stream and validation seeds. round0_for(rows, vocab): the round-0 samples
+    (default: the job's sampled ids, encoded). Returns (self_play's result, vocab, seconds)."""
     _setup(job)
     from assets.dispat.lm import TokenRows, encode_sampled, self_play
 
@@ -236,15 +236,24 @@ def dispat_job(job: dict) -> dict:
     vocab = S.Vocab.from_json(job["vocab"])
     rows, val = TokenRows(job["train"], vocab), TokenRows(job["val"], vocab)
     theta0 = _model(p, vocab, _load_state(job["state"]), device=_device(job))
-    round0 = encode_sampled(job["round0_ids"], vocab)
+    round0 = round0_for(rows, vocab) if round0_for else encode_sampled(job["round0_ids"], vocab)
     started = time.perf_counter()
-    critic_states: list[dict] = []
-    model, records, generated = self_play(
-        theta0, rows, val, vocab, round0, f=job["f"], beta=sp.beta, gamma=sp.gamma, rounds=sp.rounds,
+    result = self_play(
+        theta0, rows, val, vocab, round0, f=f, beta=sp.beta, gamma=sp.gamma, rounds=rounds,
         steps=sp.steps, batch=p.train.batch_size, n_gen=job["n_gen"], o=_optim(p, p.train.continue_lr),
         max_val_rise=sp.max_val_rise, negatives=negatives(job["train"], vocab.schema),
-        rng=np.random.default_rng(job["stream_seed"]), val_seed=job["val_seed"], critic=job.get("critic"),
-        critic_states=critic_states, renormalise=sp.renormalise)
+        rng=np.random.default_rng(job["stream_seed"]), val_seed=job["val_seed"], renormalise=renormalise, **extra)
+    return result, vocab, time.perf_counter() - started
+
+
+def dispat_job(job: dict) -> dict:
+    """T self-play rounds from θ0 with f; round 0 uses θ0's samples (pseudo_anomalies). With
+    job["critic"] (params Critic) the rounds use the explicit critic (option B); the run's label
+    (job["label"], default f) names it in the records."""
+    sp = job["params"].self_play
+    critic_states: list[dict] = []
+    (model, records, generated), vocab, seconds = _cell_self_play(
+        job, job["f"], sp.rounds, sp.renormalise, critic=job.get("critic"), critic_states=critic_states)
     if job.get("label", job["f"]) != job["f"]:
         for rec in records:
             rec["f"] = job["label"]
@@ -256,7 +265,7 @@ def dispat_job(job: dict) -> dict:
         rec["n_generated"] = len(parsed)
     records[0]["n_generated"] = len(job["round0_ids"])
     records[0]["duplicate_rate"] = float("nan")
-    out = {"state": _cpu_state(model), "records": records, "seconds": time.perf_counter() - started}
+    out = {"state": _cpu_state(model), "records": records, "seconds": seconds}
     if critic_states:
         out["critic_state"] = critic_states[-1]
     return out
@@ -272,28 +281,15 @@ def renorm_ablation_job(job: dict) -> dict:
     objective: what policy_dispat computed; used by the tests to check the reuse). Same f, β, γ, K,
     keep rule, stream and validation seeds as the run's dispat_job, so the arms see the same data
     batches and sample picks."""
-    _setup(job)
-    from assets.dispat.lm import TokenRows, encode_sampled, self_play
-
-    p: DispatParams = job["params"]
-    sp = p.self_play
-    vocab = S.Vocab.from_json(job["vocab"])
-    rows, val = TokenRows(job["train"], vocab), TokenRows(job["val"], vocab)
-    theta0 = _model(p, vocab, _load_state(job["state"]), device=_device(job))
-    if job["arm"] == "no_contrast":
+    def train_rows(rows, vocab):
         rng = np.random.default_rng(job["control_seed"])
         pick = rng.integers(0, len(rows), size=len(job["round0_ids"]))
-        round0 = rows.encode(pick, S.permutations(len(pick), len(vocab.schema.names), rng))
-    else:
-        round0 = encode_sampled(job["round0_ids"], vocab)
-    started = time.perf_counter()
-    _, records, _ = self_play(
-        theta0, rows, val, vocab, round0, f=sp.f, beta=sp.beta, gamma=sp.gamma, rounds=job["rounds"],
-        steps=sp.steps, batch=p.train.batch_size, n_gen=job["n_gen"], o=_optim(p, p.train.continue_lr),
-        max_val_rise=sp.max_val_rise, negatives=negatives(job["train"], vocab.schema),
-        rng=np.random.default_rng(job["stream_seed"]), val_seed=job["val_seed"],
-        renormalise=job["arm"] != "unconstrained")
-    return {"records": records, "seconds": time.perf_counter() - started}
+        return rows.encode(pick, S.permutations(len(pick), len(vocab.schema.names), rng))
+
+    (_, records, _), _, seconds = _cell_self_play(
+        job, job["params"].self_play.f, job["rounds"], job["arm"] != "unconstrained",
+        train_rows if job["arm"] == "no_contrast" else None)
+    return {"records": records, "seconds": seconds}
 
 
 def score_job(job: dict) -> dict:
